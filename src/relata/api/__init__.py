@@ -1,0 +1,1 @@
+"""The HTTP edge: app factory, middleware, and the /api/v1 router."""

@@ -1,0 +1,101 @@
+"""The FastAPI app factory. Middleware order (outermost first) is part of the contract:
+request id, recover, logging, security headers."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import JSONResponse, Response
+
+import relata
+from relata.api import v1
+from relata.api.errors import domain_error_response, error_response
+from relata.api.middleware import (
+    LoggingMiddleware,
+    RecoverMiddleware,
+    RequestIdMiddleware,
+    SecurityHeadersMiddleware,
+)
+from relata.domain.errors import RelataError
+
+if TYPE_CHECKING:
+    from relata.bootstrap import Container
+
+_HTTP_CODES = {
+    400: "invalid_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "conflict",
+    413: "too_large",
+    415: "unsupported_content",
+    429: "rate_limited",
+    503: "unavailable",
+}
+
+
+def _validation_message(exc: RequestValidationError) -> tuple[str, str | None]:
+    errors = exc.errors()
+    if not errors:
+        return "invalid request", None
+    first = errors[0]
+    loc = [str(p) for p in first.get("loc", ()) if p not in ("body", "query", "path", "header")]
+    field = ".".join(loc) or None
+    msg = str(first.get("msg", "invalid value"))
+    return (f"{field}: {msg}" if field else msg), field
+
+
+def create_app(container: Container) -> FastAPI:
+    app = FastAPI(
+        title="Relata",
+        version=relata.__version__,
+        description="Self-hosted, evidence-grounded knowledge system.",
+        openapi_url="/api/v1/openapi.json",
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.state.container = container
+
+    @app.exception_handler(RelataError)
+    async def _relata_error(_: Request, exc: RelataError) -> JSONResponse:
+        return domain_error_response(exc)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
+        message, field = _validation_message(exc)
+        extra: dict[str, Any] = {"field": field} if field else {}
+        return error_response(400, "invalid_request", message, **extra)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = _HTTP_CODES.get(exc.status_code, "error")
+        return error_response(
+            exc.status_code, code, str(exc.detail), dict(exc.headers or {}) or None
+        )
+
+    @app.get("/healthz", include_in_schema=False)
+    def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/readyz", include_in_schema=False)
+    def readyz() -> JSONResponse:
+        report = container.health.readiness()
+        return JSONResponse(report, status_code=200 if report["ready"] else 503)
+
+    @app.get("/metrics", include_in_schema=False)
+    def metrics() -> Response:
+        body, content_type = container.metrics.render()
+        return Response(body, media_type=content_type)
+
+    app.include_router(v1.router)
+
+    # add_middleware prepends, so add innermost first.
+    app.add_middleware(SecurityHeadersMiddleware)
+    app.add_middleware(LoggingMiddleware, metrics=container.metrics)
+    app.add_middleware(RecoverMiddleware)
+    app.add_middleware(RequestIdMiddleware)
+    return app

@@ -1,0 +1,1 @@
+"""The ``relata`` command line."""

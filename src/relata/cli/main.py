@@ -1,0 +1,40 @@
+"""Entry point of the ``relata`` command: parses arguments and dispatches to a command module.
+
+Each command module exposes ``register(subparsers)``; the order of ``_COMMANDS`` is the order
+``relata --help`` lists them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from relata.cli import admin, serve
+from relata.cli.common import CliError, run_command
+
+_COMMANDS = (serve, admin)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="relata", description="Relata: a self-hosted, evidence-grounded knowledge system."
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for module in _COMMANDS:
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return run_command(args)
+    except CliError as exc:
+        print(f"relata: {exc}", file=sys.stderr)
+        return exc.exit_code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

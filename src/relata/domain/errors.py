@@ -1,0 +1,106 @@
+"""The one error tree of Relata.
+
+Every failure a caller may need to tell apart is a subclass of ``RelataError``; library
+exceptions are converted at the adapter edge (``raise X from exc``). HTTP statuses are
+chosen in exactly one place, ``relata.api.errors``.
+
+    RelataError
+    ├── ConfigError              a setting has a bad value (start-up stops)
+    ├── ValidationError          caller input is wrong; names the field
+    │   └── UnsupportedContent   upload content type rejected (415)
+    ├── NotFound                 missing, or in another workspace (indistinguishable)
+    ├── Conflict
+    │   ├── DuplicateItem        same bytes already live in the workspace
+    │   ├── DuplicateKey         any other unique constraint
+    │   └── LeaseLost            a job's lease is no longer ours
+    ├── MissingWorkspace         a repository call without a workspace (a programming error)
+    ├── Unavailable              a dependency is down or overloaded (503)
+    │   └── Overloaded           admission control refused the request
+    └── Permanent                an operation that must not be retried
+"""
+
+from __future__ import annotations
+
+
+class RelataError(Exception):
+    """Root of every error Relata raises on purpose."""
+
+    code = "internal"
+
+    def __init__(self, message: str, *, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+
+
+class ConfigError(RelataError):
+    code = "config_error"
+
+
+class ValidationError(RelataError):
+    code = "invalid_request"
+
+    def __init__(self, message: str, *, field: str | None = None, code: str | None = None) -> None:
+        super().__init__(message, code=code)
+        self.field = field
+
+
+class UnsupportedContent(ValidationError):
+    code = "unsupported_content"
+
+
+class NotFound(RelataError):
+    code = "not_found"
+
+
+class Conflict(RelataError):
+    code = "conflict"
+
+
+class DuplicateItem(Conflict):
+    code = "duplicate_item"
+
+    def __init__(self, message: str, *, existing_id: str | None = None) -> None:
+        super().__init__(message)
+        self.existing_id = existing_id
+
+
+class DuplicateKey(Conflict):
+    code = "duplicate_key"
+
+    def __init__(self, message: str, *, constraint: str | None = None) -> None:
+        super().__init__(message)
+        self.constraint = constraint
+
+
+class LeaseLost(Conflict):
+    code = "lease_lost"
+
+
+class MissingWorkspace(RelataError):
+    code = "missing_workspace"
+
+
+class Unavailable(RelataError):
+    code = "unavailable"
+
+    def __init__(
+        self, message: str, *, retry_after: int | None = None, code: str | None = None
+    ) -> None:
+        super().__init__(message, code=code)
+        self.retry_after = retry_after
+
+
+class Overloaded(Unavailable):
+    code = "overloaded"
+
+
+class Permanent(RelataError):
+    """Wraps a failure that repeating cannot fix; the job queue fails it at once."""
+
+    code = "permanent"
+
+    def __init__(self, message: str, *, cause: BaseException | None = None) -> None:
+        super().__init__(message)
+        self.__cause__ = cause

@@ -1,0 +1,250 @@
+"""Domain records. Plain dataclasses: no database, HTTP or framework types.
+
+Every record of user content carries ``workspace_id``: the workspace is the data boundary.
+Timestamps are timezone-aware UTC ``datetime`` values.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+JSONDict = dict[str, Any]
+
+
+class SourceType(enum.StrEnum):
+    TEXT = "text"
+    MARKDOWN = "markdown"
+    JSON = "json"
+    PDF = "pdf"
+    DOCX = "docx"
+
+
+class ItemStatus(enum.StrEnum):
+    PENDING = "pending"
+    PROCESSING = "processing"
+    READY = "ready"
+    FAILED = "failed"
+
+
+class JobStatus(enum.StrEnum):
+    PENDING = "pending"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class ReviewStatus(enum.StrEnum):
+    UNREVIEWED = "unreviewed"
+    CONFIRMED = "confirmed"
+    REJECTED = "rejected"
+    EDITED = "edited"
+
+
+class AliasStatus(enum.StrEnum):
+    CANDIDATE = "candidate"
+    CONFIRMED = "confirmed"
+    REJECTED = "rejected"
+
+
+@dataclass(frozen=True, slots=True)
+class Workspace:
+    id: str
+    slug: str
+    name: str
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class User:
+    id: str
+    username: str
+    password_hash: str | None
+    display_name: str
+    is_admin: bool
+    created_at: datetime
+    oauth_provider: str | None = None
+    oauth_subject: str | None = None
+    disabled: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    id: str
+    user_id: str
+    workspace_id: str
+    token_hash: str
+    created_at: datetime
+    idle_expiry: datetime
+    absolute_expiry: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ApiToken:
+    id: str
+    workspace_id: str
+    user_id: str
+    name: str
+    token_hash: str
+    created_at: datetime
+    expires_at: datetime | None = None
+    revoked_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    id: str
+    workspace_id: str
+    title: str
+    source_type: SourceType
+    content_hash: str
+    size_bytes: int
+    ingested_at: datetime
+    created_at: datetime | None = None
+    status: ItemStatus = ItemStatus.PENDING
+    deliberate_duplicate: bool = False
+    text: str | None = None
+    original_path: str | None = None
+    original_filename: str | None = None
+    media_type: str | None = None
+    metadata: dict[str, str] = field(default_factory=dict)
+    chunk_count: int = 0
+    error: str | None = None
+    updated_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    id: str
+    workspace_id: str
+    item_id: str
+    sequence: int
+    text: str
+    content_hash: str
+    start_offset: int
+    end_offset: int
+    heading_path: tuple[str, ...] = ()
+    page: int | None = None
+    token_count: int = 0
+    embedding_model: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Entity:
+    id: str
+    workspace_id: str
+    name: str
+    entity_type: str
+    normalised_key: str
+    created_at: datetime
+    observation_count: int = 1
+    last_seen_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EntityAlias:
+    id: str
+    workspace_id: str
+    entity_id: str
+    alias: str
+    normalised: str
+    created_at: datetime
+    status: AliasStatus = AliasStatus.CANDIDATE
+    score: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    id: str
+    workspace_id: str
+    item_id: str
+    subject: str
+    statement: str
+    nature: str
+    dedupe_key: str
+    created_at: datetime
+    chunk_id: str | None = None
+    quotation: str | None = None
+    confidence: float = 0.0
+    extractor: str = "deterministic"
+
+
+@dataclass(frozen=True, slots=True)
+class Relationship:
+    id: str
+    workspace_id: str
+    source_id: str
+    target_id: str
+    relationship_type: str
+    score: float
+    score_version: str
+    dedupe_key: str
+    created_at: datetime
+    evidence: tuple[JSONDict, ...] = ()
+    features: JSONDict = field(default_factory=dict)
+    review_status: ReviewStatus = ReviewStatus.UNREVIEWED
+    reviewed_by: str | None = None
+    reviewed_at: datetime | None = None
+    updated_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    id: str
+    kind: str
+    status: JobStatus
+    payload: JSONDict
+    priority: int
+    run_after: datetime
+    attempts: int
+    max_attempts: int
+    created_at: datetime
+    workspace_id: str | None = None
+    idempotency_key: str | None = None
+    lease_owner: str | None = None
+    lease_expires_at: datetime | None = None
+    last_error: str | None = None
+    correlation_id: str | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessingRun:
+    id: str
+    workspace_id: str
+    item_id: str
+    stage: str
+    started_at: datetime
+    outcome: str = "running"
+    finished_at: datetime | None = None
+    versions: dict[str, str] = field(default_factory=dict)
+    details: JSONDict = field(default_factory=dict)
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ModelVersion:
+    id: str
+    workspace_id: str
+    kind: str
+    name: str
+    first_seen_at: datetime
+    last_seen_at: datetime
+    dimensions: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEvent:
+    id: str
+    workspace_id: str
+    action: str
+    at: datetime
+    actor_user_id: str | None = None
+    target_kind: str | None = None
+    target_id: str | None = None
+    details: JSONDict = field(default_factory=dict)
+    request_id: str | None = None

@@ -1,0 +1,1 @@
+"""Structured logging, correlation ids and Prometheus metrics."""

@@ -1,0 +1,1 @@
+"""Adapters that implement the domain's storage ports."""

@@ -1,0 +1,1 @@
+"""The authoritative relational store: SQLAlchemy Core on SQLite (default) or PostgreSQL."""

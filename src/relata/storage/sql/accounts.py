@@ -1,0 +1,129 @@
+"""Workspaces, users and memberships."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+
+from relata.domain.clock import SystemClock
+from relata.domain.errors import NotFound
+from relata.domain.models import User, Workspace
+from relata.domain.ports import Clock
+from relata.storage.sql.engine import Database
+from relata.storage.sql.errors import translate
+from relata.storage.sql.tables import users, workspace_members, workspaces
+
+
+def _workspace(row: Any) -> Workspace:
+    return Workspace(id=row.id, slug=row.slug, name=row.name, created_at=row.created_at)
+
+
+class SqlWorkspaceRepository:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def create(self, workspace: Workspace) -> Workspace:
+        try:
+            with self._db.write() as conn:
+                conn.execute(
+                    workspaces.insert().values(
+                        id=workspace.id,
+                        slug=workspace.slug,
+                        name=workspace.name,
+                        created_at=workspace.created_at,
+                    )
+                )
+        except sa.exc.IntegrityError as exc:
+            raise translate(exc, f"workspace {workspace.slug!r} already exists") from exc
+        return workspace
+
+    def get_by_slug(self, slug: str) -> Workspace:
+        with self._db.read() as conn:
+            row = conn.execute(sa.select(workspaces).where(workspaces.c.slug == slug)).first()
+        if row is None:
+            raise NotFound(f"workspace {slug!r} not found")
+        return _workspace(row)
+
+    def get(self, workspace_id: str) -> Workspace:
+        with self._db.read() as conn:
+            row = conn.execute(
+                sa.select(workspaces).where(workspaces.c.id == workspace_id)
+            ).first()
+        if row is None:
+            raise NotFound("workspace not found")
+        return _workspace(row)
+
+    def list(self) -> list[Workspace]:
+        with self._db.read() as conn:
+            rows = conn.execute(sa.select(workspaces).order_by(workspaces.c.slug)).all()
+        return [_workspace(r) for r in rows]
+
+
+def _user(row: Any) -> User:
+    return User(
+        id=row.id,
+        username=row.username,
+        password_hash=row.password_hash,
+        display_name=row.display_name,
+        is_admin=row.is_admin,
+        created_at=row.created_at,
+        oauth_provider=row.oauth_provider,
+        oauth_subject=row.oauth_subject,
+        disabled=row.disabled,
+    )
+
+
+class SqlUserRepository:
+    def __init__(self, db: Database, clock: Clock | None = None) -> None:
+        self._db = db
+        self._clock = clock or SystemClock()
+
+    def create(self, user: User) -> User:
+        try:
+            with self._db.write() as conn:
+                conn.execute(
+                    users.insert().values(
+                        id=user.id,
+                        username=user.username,
+                        password_hash=user.password_hash,
+                        display_name=user.display_name,
+                        is_admin=user.is_admin,
+                        disabled=user.disabled,
+                        oauth_provider=user.oauth_provider,
+                        oauth_subject=user.oauth_subject,
+                        created_at=user.created_at,
+                    )
+                )
+        except sa.exc.IntegrityError as exc:
+            raise translate(exc, f"user {user.username!r} already exists") from exc
+        return user
+
+    def get_by_username(self, username: str) -> User:
+        with self._db.read() as conn:
+            row = conn.execute(sa.select(users).where(users.c.username == username)).first()
+        if row is None:
+            raise NotFound(f"user {username!r} not found")
+        return _user(row)
+
+    def set_password_hash(self, user_id: str, password_hash: str) -> None:
+        with self._db.write() as conn:
+            n = conn.execute(
+                users.update().where(users.c.id == user_id).values(password_hash=password_hash)
+            ).rowcount
+        if n == 0:
+            raise NotFound("user not found")
+
+    def add_member(self, workspace_id: str, user_id: str, role: str) -> None:
+        try:
+            with self._db.write() as conn:
+                conn.execute(
+                    workspace_members.insert().values(
+                        workspace_id=workspace_id,
+                        user_id=user_id,
+                        role=role,
+                        created_at=self._clock.now(),
+                    )
+                )
+        except sa.exc.IntegrityError as exc:
+            raise translate(exc, "user is already a member of that workspace") from exc

@@ -1,0 +1,32 @@
+"""Helpers every SQL repository uses: the workspace filter and dialect-aware upserts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.sql.elements import ColumnElement
+
+from relata.domain.errors import MissingWorkspace
+
+
+def ws_filter(table: sa.Table, workspace_id: str) -> ColumnElement[bool]:
+    """The only sanctioned way to begin a filter on user content.
+
+    An empty workspace raises instead of widening the query to every workspace.
+    """
+    if not isinstance(workspace_id, str) or not workspace_id.strip():
+        raise MissingWorkspace(f"a {table.name} query was made without a workspace")
+    return table.c.workspace_id == workspace_id
+
+
+def insert_for(dialect: str, table: sa.Table) -> Any:
+    """A dialect-specific INSERT that supports ``on_conflict_do_*``."""
+    if dialect == "postgresql":
+        return postgresql.insert(table)
+    return sqlite.insert(table)
+
+
+def row_dict(row: sa.Row[Any]) -> dict[str, Any]:
+    return dict(row._mapping)

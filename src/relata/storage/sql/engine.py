@@ -1,0 +1,115 @@
+"""Engine construction for both dialects, and the ``Database`` handle repositories share.
+
+SQLite runs on ``pysqlite3`` (the standard library's build here cannot load extensions, and
+sqlite-vec is an extension), in WAL mode with foreign keys on and a busy timeout. SQLAlchemy's
+pysqlite driver would otherwise issue its own deferred ``BEGIN`` lazily; we take over
+transaction control so that write transactions start with ``BEGIN IMMEDIATE``: a deferred
+transaction that later writes can fail with SQLITE_BUSY without waiting, which is exactly
+the race two job workers would hit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import Connection, Engine
+
+from relata.domain.errors import ConfigError
+
+_BUSY_TIMEOUT_MS = 10_000
+_WRITE_OPTION = "relata_write"
+
+
+def _sqlite_engine(url: sa.URL) -> Engine:
+    import pysqlite3.dbapi2 as pysqlite3  # noqa: PLC0415 - only needed for SQLite
+
+    if url.database and url.database != ":memory:":
+        Path(url.database).parent.mkdir(parents=True, exist_ok=True)
+    engine = sa.create_engine(
+        url,
+        module=pysqlite3,
+        connect_args={"timeout": _BUSY_TIMEOUT_MS / 1000, "check_same_thread": False},
+        pool_pre_ping=False,
+    )
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.isolation_level = None  # we issue BEGIN ourselves (see module docstring)
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute("PRAGMA foreign_keys=ON")
+        cur.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
+        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.close()
+        _load_sqlite_vec(dbapi_conn)
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        mode = "IMMEDIATE" if conn.get_execution_options().get(_WRITE_OPTION) else "DEFERRED"
+        conn.exec_driver_sql(f"BEGIN {mode}")
+
+    return engine
+
+
+def _load_sqlite_vec(dbapi_conn: Any) -> None:
+    try:
+        import sqlite_vec  # noqa: PLC0415
+    except ImportError:  # pragma: no cover - declared dependency
+        return
+    dbapi_conn.enable_load_extension(True)
+    try:
+        sqlite_vec.load(dbapi_conn)
+    finally:
+        dbapi_conn.enable_load_extension(False)
+
+
+def create_engine(url: str) -> Engine:
+    parsed = sa.make_url(url)
+    backend = parsed.get_backend_name()
+    if backend == "sqlite":
+        return _sqlite_engine(parsed)
+    if backend == "postgresql":
+        if parsed.drivername == "postgresql":
+            parsed = parsed.set(drivername="postgresql+psycopg")
+        return sa.create_engine(parsed, pool_pre_ping=True, pool_size=10, max_overflow=10)
+    raise ConfigError(f"RELATA_DATABASE_URL: unsupported database {backend!r}")
+
+
+class Database:
+    """An engine plus the two kinds of transaction repositories use."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    @classmethod
+    def from_url(cls, url: str) -> Database:
+        return cls(create_engine(url))
+
+    @property
+    def dialect(self) -> str:
+        return self.engine.dialect.name
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        with self.engine.connect() as conn, conn.begin():
+            yield conn
+
+    @contextmanager
+    def write(self) -> Iterator[Connection]:
+        """A write transaction: ``BEGIN IMMEDIATE`` on SQLite, ordinary on PostgreSQL."""
+        with self.engine.connect() as conn:
+            conn = conn.execution_options(**{_WRITE_OPTION: True})
+            with conn.begin():
+                yield conn
+
+    def ping(self) -> None:
+        with self.read() as conn:
+            conn.execute(sa.text("SELECT 1"))
+
+    def dispose(self) -> None:
+        self.engine.dispose()

@@ -1,0 +1,348 @@
+"""Entities, entity aliases, claims and relationships: what is derived from items.
+
+The unique keys carry the idempotency rules: entities upsert on (workspace, normalised_key)
+so concurrent extractions converge on one row; relationships upsert on (workspace,
+dedupe_key) and never overwrite a human review decision, only refresh the evidence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import sqlalchemy as sa
+
+from relata.domain.clock import SystemClock
+from relata.domain.errors import NotFound
+from relata.domain.models import (
+    AliasStatus,
+    Claim,
+    Entity,
+    EntityAlias,
+    Relationship,
+    ReviewStatus,
+)
+from relata.domain.ports import Clock
+from relata.storage.sql.base import insert_for, ws_filter
+from relata.storage.sql.engine import Database
+from relata.storage.sql.errors import translate
+from relata.storage.sql.tables import claims, entities, entity_aliases, entity_items, relationships
+
+
+def _entity(row: Any) -> Entity:
+    return Entity(
+        id=row.id,
+        workspace_id=row.workspace_id,
+        name=row.name,
+        entity_type=row.entity_type,
+        normalised_key=row.normalised_key,
+        created_at=row.created_at,
+        observation_count=row.observation_count,
+        last_seen_at=row.last_seen_at,
+    )
+
+
+class SqlEntityRepository:
+    def __init__(self, db: Database, clock: Clock | None = None) -> None:
+        self._db = db
+        self._clock = clock or SystemClock()
+
+    def upsert_by_key(self, entity: Entity, item_id: str | None = None) -> Entity:
+        """Insert, or count one more observation of the entity with the same key."""
+        ws_filter(entities, entity.workspace_id)
+        now = self._clock.now()
+        ins = insert_for(self._db.dialect, entities).values(
+            id=entity.id,
+            workspace_id=entity.workspace_id,
+            name=entity.name,
+            entity_type=entity.entity_type,
+            normalised_key=entity.normalised_key,
+            observation_count=1,
+            created_at=entity.created_at,
+            last_seen_at=now,
+        )
+        ins = ins.on_conflict_do_update(
+            index_elements=[entities.c.workspace_id, entities.c.normalised_key],
+            set_={
+                "observation_count": entities.c.observation_count + 1,
+                "last_seen_at": now,
+            },
+        )
+        with self._db.write() as conn:
+            conn.execute(ins)
+            row = conn.execute(
+                sa.select(entities).where(
+                    ws_filter(entities, entity.workspace_id),
+                    entities.c.normalised_key == entity.normalised_key,
+                )
+            ).one()
+            if item_id is not None:
+                link = insert_for(self._db.dialect, entity_items).values(
+                    entity_id=row.id, item_id=item_id, workspace_id=entity.workspace_id
+                )
+                conn.execute(link.on_conflict_do_nothing())
+        return _entity(row)
+
+    def get(self, workspace_id: str, entity_id: str) -> Entity:
+        with self._db.read() as conn:
+            row = conn.execute(
+                sa.select(entities).where(
+                    ws_filter(entities, workspace_id), entities.c.id == entity_id
+                )
+            ).first()
+        if row is None:
+            raise NotFound("entity not found")
+        return _entity(row)
+
+    def find_by_normalised(self, workspace_id: str, keys: Sequence[str]) -> list[Entity]:
+        if not keys:
+            ws_filter(entities, workspace_id)
+            return []
+        with self._db.read() as conn:
+            rows = conn.execute(
+                sa.select(entities).where(
+                    ws_filter(entities, workspace_id), entities.c.normalised_key.in_(list(keys))
+                )
+            ).all()
+        return [_entity(r) for r in rows]
+
+    def item_ids(self, workspace_id: str, entity_id: str) -> list[str]:
+        with self._db.read() as conn:
+            rows = conn.execute(
+                sa.select(entity_items.c.item_id).where(
+                    ws_filter(entity_items, workspace_id), entity_items.c.entity_id == entity_id
+                )
+            ).all()
+        return [r.item_id for r in rows]
+
+    def add_alias(self, alias: EntityAlias) -> EntityAlias:
+        ws_filter(entity_aliases, alias.workspace_id)
+        try:
+            with self._db.write() as conn:
+                conn.execute(
+                    entity_aliases.insert().values(
+                        id=alias.id,
+                        workspace_id=alias.workspace_id,
+                        entity_id=alias.entity_id,
+                        alias=alias.alias,
+                        normalised=alias.normalised,
+                        status=alias.status.value,
+                        score=alias.score,
+                        created_at=alias.created_at,
+                    )
+                )
+        except sa.exc.IntegrityError as exc:
+            raise translate(exc, "that alias is already recorded for the entity") from exc
+        return alias
+
+    def list_aliases(self, workspace_id: str, entity_id: str) -> list[EntityAlias]:
+        with self._db.read() as conn:
+            rows = conn.execute(
+                sa.select(entity_aliases).where(
+                    ws_filter(entity_aliases, workspace_id),
+                    entity_aliases.c.entity_id == entity_id,
+                )
+            ).all()
+        return [
+            EntityAlias(
+                id=r.id,
+                workspace_id=r.workspace_id,
+                entity_id=r.entity_id,
+                alias=r.alias,
+                normalised=r.normalised,
+                created_at=r.created_at,
+                status=AliasStatus(r.status),
+                score=r.score,
+            )
+            for r in rows
+        ]
+
+
+def _claim(row: Any) -> Claim:
+    return Claim(
+        id=row.id,
+        workspace_id=row.workspace_id,
+        item_id=row.item_id,
+        subject=row.subject,
+        statement=row.statement,
+        nature=row.nature,
+        dedupe_key=row.dedupe_key,
+        created_at=row.created_at,
+        chunk_id=row.chunk_id,
+        quotation=row.quotation,
+        confidence=row.confidence,
+        extractor=row.extractor,
+    )
+
+
+class SqlClaimRepository:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def replace_for_item(self, workspace_id: str, item_id: str, new: Sequence[Claim]) -> None:
+        for c in new:
+            if c.workspace_id != workspace_id or c.item_id != item_id:
+                raise ValueError("claim does not belong to the item being replaced")
+        try:
+            with self._db.write() as conn:
+                conn.execute(
+                    claims.delete().where(
+                        ws_filter(claims, workspace_id), claims.c.item_id == item_id
+                    )
+                )
+                if new:
+                    conn.execute(
+                        claims.insert(),
+                        [
+                            {
+                                "id": c.id,
+                                "workspace_id": c.workspace_id,
+                                "item_id": c.item_id,
+                                "chunk_id": c.chunk_id,
+                                "subject": c.subject,
+                                "statement": c.statement,
+                                "nature": c.nature,
+                                "quotation": c.quotation,
+                                "confidence": c.confidence,
+                                "extractor": c.extractor,
+                                "dedupe_key": c.dedupe_key,
+                                "created_at": c.created_at,
+                            }
+                            for c in new
+                        ],
+                    )
+        except sa.exc.IntegrityError as exc:
+            raise translate(exc, "a claim with the same dedupe key already exists") from exc
+
+    def list_for_item(self, workspace_id: str, item_id: str) -> list[Claim]:
+        with self._db.read() as conn:
+            rows = conn.execute(
+                sa.select(claims)
+                .where(ws_filter(claims, workspace_id), claims.c.item_id == item_id)
+                .order_by(claims.c.created_at, claims.c.id)
+            ).all()
+        return [_claim(r) for r in rows]
+
+
+def _relationship(row: Any) -> Relationship:
+    return Relationship(
+        id=row.id,
+        workspace_id=row.workspace_id,
+        source_id=row.source_id,
+        target_id=row.target_id,
+        relationship_type=row.relationship_type,
+        score=row.score,
+        score_version=row.score_version,
+        dedupe_key=row.dedupe_key,
+        created_at=row.created_at,
+        evidence=tuple(row.evidence or ()),
+        features=dict(row.features or {}),
+        review_status=ReviewStatus(row.review_status),
+        reviewed_by=row.reviewed_by,
+        reviewed_at=row.reviewed_at,
+        updated_at=row.updated_at,
+    )
+
+
+class SqlRelationshipRepository:
+    def __init__(self, db: Database, clock: Clock | None = None) -> None:
+        self._db = db
+        self._clock = clock or SystemClock()
+
+    def upsert_by_dedupe_key(self, rel: Relationship) -> Relationship:
+        """Insert or update by dedupe key. A reviewed relationship keeps its type, score
+        and decision; only its evidence is refreshed."""
+        ws_filter(relationships, rel.workspace_id)
+        now = self._clock.now()
+        values = {
+            "id": rel.id,
+            "workspace_id": rel.workspace_id,
+            "source_id": rel.source_id,
+            "target_id": rel.target_id,
+            "relationship_type": rel.relationship_type,
+            "score": rel.score,
+            "score_version": rel.score_version,
+            "features": dict(rel.features),
+            "evidence": list(rel.evidence),
+            "review_status": ReviewStatus.UNREVIEWED.value,
+            "dedupe_key": rel.dedupe_key,
+            "created_at": rel.created_at,
+            "updated_at": now,
+        }
+        unreviewed = relationships.c.review_status == ReviewStatus.UNREVIEWED.value
+        ins = insert_for(self._db.dialect, relationships).values(**values)
+        excluded = ins.excluded
+        ins = ins.on_conflict_do_update(
+            index_elements=[relationships.c.workspace_id, relationships.c.dedupe_key],
+            set_={
+                "evidence": excluded.evidence,
+                "updated_at": excluded.updated_at,
+                "relationship_type": sa.case(
+                    (unreviewed, excluded.relationship_type),
+                    else_=relationships.c.relationship_type,
+                ),
+                "score": sa.case((unreviewed, excluded.score), else_=relationships.c.score),
+                "score_version": sa.case(
+                    (unreviewed, excluded.score_version), else_=relationships.c.score_version
+                ),
+                "features": sa.case((unreviewed, excluded.features), else_=relationships.c.features),
+            },
+        )
+        with self._db.write() as conn:
+            conn.execute(ins)
+            row = conn.execute(
+                sa.select(relationships).where(
+                    ws_filter(relationships, rel.workspace_id),
+                    relationships.c.dedupe_key == rel.dedupe_key,
+                )
+            ).one()
+        return _relationship(row)
+
+    def review(
+        self, workspace_id: str, relationship_id: str, status: ReviewStatus, user_id: str | None
+    ) -> Relationship:
+        with self._db.write() as conn:
+            n = conn.execute(
+                relationships.update()
+                .where(
+                    ws_filter(relationships, workspace_id),
+                    relationships.c.id == relationship_id,
+                )
+                .values(
+                    review_status=status.value,
+                    reviewed_by=user_id,
+                    reviewed_at=self._clock.now(),
+                )
+            ).rowcount
+        if n == 0:
+            raise NotFound("relationship not found")
+        return self.get(workspace_id, relationship_id)
+
+    def get(self, workspace_id: str, relationship_id: str) -> Relationship:
+        with self._db.read() as conn:
+            row = conn.execute(
+                sa.select(relationships).where(
+                    ws_filter(relationships, workspace_id),
+                    relationships.c.id == relationship_id,
+                )
+            ).first()
+        if row is None:
+            raise NotFound("relationship not found")
+        return _relationship(row)
+
+    def list_for_items(
+        self, workspace_id: str, item_ids: Sequence[str], *, include_rejected: bool = False
+    ) -> list[Relationship]:
+        if not item_ids:
+            ws_filter(relationships, workspace_id)
+            return []
+        ids = list(item_ids)
+        q = sa.select(relationships).where(
+            ws_filter(relationships, workspace_id),
+            sa.or_(relationships.c.source_id.in_(ids), relationships.c.target_id.in_(ids)),
+        )
+        if not include_rejected:
+            q = q.where(relationships.c.review_status != ReviewStatus.REJECTED.value)
+        with self._db.read() as conn:
+            rows = conn.execute(q.order_by(relationships.c.score.desc())).all()
+        return [_relationship(r) for r in rows]

@@ -1,0 +1,193 @@
+"""Processing runs, model versions and the append-only audit log."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from relata.domain.errors import NotFound
+from relata.domain.models import AuditEvent, ModelVersion, ProcessingRun
+from relata.ids import new_id
+from relata.storage.sql.base import insert_for, ws_filter
+from relata.storage.sql.engine import Database
+from relata.storage.sql.tables import audit_events, model_versions, processing_runs
+
+
+def _run(row: Any) -> ProcessingRun:
+    return ProcessingRun(
+        id=row.id,
+        workspace_id=row.workspace_id,
+        item_id=row.item_id,
+        stage=row.stage,
+        started_at=row.started_at,
+        outcome=row.outcome,
+        finished_at=row.finished_at,
+        versions=dict(row.versions or {}),
+        details=dict(row.details or {}),
+        error=row.error,
+    )
+
+
+class SqlProcessingRunRepository:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def add(self, run: ProcessingRun) -> ProcessingRun:
+        ws_filter(processing_runs, run.workspace_id)
+        with self._db.write() as conn:
+            conn.execute(
+                processing_runs.insert().values(
+                    id=run.id,
+                    workspace_id=run.workspace_id,
+                    item_id=run.item_id,
+                    stage=run.stage,
+                    outcome=run.outcome,
+                    versions=dict(run.versions),
+                    details=dict(run.details),
+                    error=run.error,
+                    started_at=run.started_at,
+                    finished_at=run.finished_at,
+                )
+            )
+        return run
+
+    def finish(
+        self,
+        workspace_id: str,
+        run_id: str,
+        *,
+        outcome: str,
+        finished_at: datetime,
+        details: dict[str, object] | None = None,
+        error: str | None = None,
+    ) -> None:
+        values: dict[str, Any] = {"outcome": outcome, "finished_at": finished_at, "error": error}
+        if details is not None:
+            values["details"] = details
+        with self._db.write() as conn:
+            n = conn.execute(
+                processing_runs.update()
+                .where(ws_filter(processing_runs, workspace_id), processing_runs.c.id == run_id)
+                .values(**values)
+            ).rowcount
+        if n == 0:
+            raise NotFound("processing run not found")
+
+    def list_for_item(self, workspace_id: str, item_id: str) -> list[ProcessingRun]:
+        with self._db.read() as conn:
+            rows = conn.execute(
+                sa.select(processing_runs)
+                .where(
+                    ws_filter(processing_runs, workspace_id),
+                    processing_runs.c.item_id == item_id,
+                )
+                .order_by(processing_runs.c.started_at, processing_runs.c.id)
+            ).all()
+        return [_run(r) for r in rows]
+
+
+def _model_version(row: Any) -> ModelVersion:
+    return ModelVersion(
+        id=row.id,
+        workspace_id=row.workspace_id,
+        kind=row.kind,
+        name=row.name,
+        dimensions=row.dimensions,
+        first_seen_at=row.first_seen_at,
+        last_seen_at=row.last_seen_at,
+    )
+
+
+class SqlModelVersionRepository:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def record_seen(
+        self, workspace_id: str, kind: str, name: str, dimensions: int | None, at: datetime
+    ) -> ModelVersion:
+        ws_filter(model_versions, workspace_id)
+        ins = insert_for(self._db.dialect, model_versions).values(
+            id=new_id(),
+            workspace_id=workspace_id,
+            kind=kind,
+            name=name,
+            dimensions=dimensions,
+            first_seen_at=at,
+            last_seen_at=at,
+        )
+        ins = ins.on_conflict_do_update(
+            index_elements=[
+                model_versions.c.workspace_id,
+                model_versions.c.kind,
+                model_versions.c.name,
+            ],
+            set_={"last_seen_at": at, "dimensions": ins.excluded.dimensions},
+        )
+        with self._db.write() as conn:
+            conn.execute(ins)
+            row = conn.execute(
+                sa.select(model_versions).where(
+                    ws_filter(model_versions, workspace_id),
+                    model_versions.c.kind == kind,
+                    model_versions.c.name == name,
+                )
+            ).one()
+        return _model_version(row)
+
+    def list(self, workspace_id: str) -> list[ModelVersion]:
+        with self._db.read() as conn:
+            rows = conn.execute(
+                sa.select(model_versions)
+                .where(ws_filter(model_versions, workspace_id))
+                .order_by(model_versions.c.kind, model_versions.c.name)
+            ).all()
+        return [_model_version(r) for r in rows]
+
+
+class SqlAuditRepository:
+    """Append-only: there is no update or delete method, by design."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def append(self, event: AuditEvent) -> None:
+        ws_filter(audit_events, event.workspace_id)
+        with self._db.write() as conn:
+            conn.execute(
+                audit_events.insert().values(
+                    id=event.id,
+                    workspace_id=event.workspace_id,
+                    action=event.action,
+                    actor_user_id=event.actor_user_id,
+                    target_kind=event.target_kind,
+                    target_id=event.target_id,
+                    details=dict(event.details),
+                    request_id=event.request_id,
+                    at=event.at,
+                )
+            )
+
+    def list(self, workspace_id: str, *, limit: int) -> list[AuditEvent]:
+        with self._db.read() as conn:
+            rows = conn.execute(
+                sa.select(audit_events)
+                .where(ws_filter(audit_events, workspace_id))
+                .order_by(audit_events.c.at.desc())
+                .limit(max(1, min(limit, 1000)))
+            ).all()
+        return [
+            AuditEvent(
+                id=r.id,
+                workspace_id=r.workspace_id,
+                action=r.action,
+                at=r.at,
+                actor_user_id=r.actor_user_id,
+                target_kind=r.target_kind,
+                target_id=r.target_id,
+                details=dict(r.details or {}),
+                request_id=r.request_id,
+            )
+            for r in rows
+        ]

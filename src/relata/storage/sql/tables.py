@@ -1,0 +1,366 @@
+"""Every table of the authoritative store, on one ``MetaData`` with a naming convention.
+
+Names matter: ``storage.sql.errors`` maps a violated unique constraint or index to a domain
+error by its name. The partial unique indexes are what make the pipeline idempotent under
+concurrency (docs/ARCHITECTURE.md, "Idempotency"); each carries a ``WHERE`` for both dialects.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Dialect
+
+NAMING = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+metadata = sa.MetaData(naming_convention=NAMING)
+
+
+class UTCDateTime(sa.types.TypeDecorator[datetime]):
+    """Timezone-aware UTC datetimes on both dialects (SQLite stores naive UTC text)."""
+
+    impl = sa.DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to a UTC column")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if isinstance(value, str):
+            value = datetime.fromisoformat(value)
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
+def _id() -> sa.Column[str]:
+    return sa.Column("id", sa.String(36), primary_key=True)
+
+
+def _ws(nullable: bool = False) -> sa.Column[str]:
+    return sa.Column(
+        "workspace_id",
+        sa.String(36),
+        sa.ForeignKey("workspaces.id", ondelete="CASCADE"),
+        nullable=nullable,
+    )
+
+
+def _ts(name: str, nullable: bool = False) -> sa.Column[datetime]:
+    return sa.Column(name, UTCDateTime(), nullable=nullable)
+
+
+def _where(sql: str) -> dict[str, Any]:
+    clause = sa.text(sql)
+    return {"sqlite_where": clause, "postgresql_where": clause}
+
+
+workspaces = sa.Table(
+    "workspaces",
+    metadata,
+    _id(),
+    sa.Column("slug", sa.String(64), nullable=False, unique=True),
+    sa.Column("name", sa.String(200), nullable=False),
+    _ts("created_at"),
+)
+
+users = sa.Table(
+    "users",
+    metadata,
+    _id(),
+    sa.Column("username", sa.String(64), nullable=False, unique=True),
+    sa.Column("password_hash", sa.String(255)),
+    sa.Column("display_name", sa.String(200), nullable=False, server_default=""),
+    sa.Column("is_admin", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("disabled", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("oauth_provider", sa.String(64)),
+    sa.Column("oauth_subject", sa.String(255)),
+    _ts("created_at"),
+    sa.Index(
+        "uq_users_oauth_identity",
+        "oauth_provider",
+        "oauth_subject",
+        unique=True,
+        **_where("oauth_provider IS NOT NULL"),
+    ),
+)
+
+workspace_members = sa.Table(
+    "workspace_members",
+    metadata,
+    sa.Column(
+        "workspace_id",
+        sa.String(36),
+        sa.ForeignKey("workspaces.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    sa.Column(
+        "user_id", sa.String(36), sa.ForeignKey("users.id", ondelete="CASCADE"), primary_key=True
+    ),
+    sa.Column("role", sa.String(16), nullable=False),
+    _ts("created_at"),
+)
+
+sessions = sa.Table(
+    "sessions",
+    metadata,
+    _id(),
+    sa.Column("user_id", sa.String(36), sa.ForeignKey("users.id", ondelete="CASCADE"),
+              nullable=False),
+    _ws(),
+    sa.Column("token_hash", sa.String(64), nullable=False, unique=True),
+    _ts("created_at"),
+    _ts("last_seen_at"),
+    _ts("idle_expiry"),
+    _ts("absolute_expiry"),
+    sa.Index(None, "absolute_expiry"),
+)
+
+api_tokens = sa.Table(
+    "api_tokens",
+    metadata,
+    _id(),
+    _ws(),
+    sa.Column("user_id", sa.String(36), sa.ForeignKey("users.id", ondelete="CASCADE"),
+              nullable=False),
+    sa.Column("name", sa.String(100), nullable=False),
+    sa.Column("token_hash", sa.String(64), nullable=False, unique=True),
+    _ts("created_at"),
+    _ts("expires_at", nullable=True),
+    _ts("last_used_at", nullable=True),
+    _ts("revoked_at", nullable=True),
+    sa.Index(None, "workspace_id", "user_id", "created_at"),
+    sa.Index(None, "expires_at"),
+)
+
+items = sa.Table(
+    "items",
+    metadata,
+    _id(),
+    _ws(),
+    sa.Column("title", sa.String(500), nullable=False),
+    sa.Column("source_type", sa.String(16), nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("content_hash", sa.String(64), nullable=False),
+    sa.Column("deliberate_duplicate", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("size_bytes", sa.BigInteger, nullable=False),
+    sa.Column("text", sa.Text),
+    sa.Column("original_path", sa.String(255)),
+    sa.Column("original_filename", sa.String(255)),
+    sa.Column("media_type", sa.String(100)),
+    sa.Column("metadata", sa.JSON, nullable=False),
+    sa.Column("chunk_count", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("error", sa.String(1000)),
+    _ts("created_at", nullable=True),
+    _ts("ingested_at"),
+    _ts("updated_at", nullable=True),
+    _ts("deleted_at", nullable=True),
+    sa.Index(None, "workspace_id", "ingested_at"),
+    sa.Index(None, "workspace_id", "content_hash"),
+    sa.Index(
+        "uq_items_live_content_hash",
+        "workspace_id",
+        "content_hash",
+        unique=True,
+        **_where("deleted_at IS NULL AND deliberate_duplicate = false"),
+    ),
+)
+
+chunks = sa.Table(
+    "chunks",
+    metadata,
+    _id(),
+    _ws(),
+    sa.Column("item_id", sa.String(36), sa.ForeignKey("items.id", ondelete="CASCADE"),
+              nullable=False),
+    sa.Column("sequence", sa.Integer, nullable=False),
+    sa.Column("text", sa.Text, nullable=False),
+    sa.Column("content_hash", sa.String(64), nullable=False),
+    sa.Column("heading_path", sa.JSON, nullable=False),
+    sa.Column("start_offset", sa.Integer, nullable=False),
+    sa.Column("end_offset", sa.Integer, nullable=False),
+    sa.Column("page", sa.Integer),
+    sa.Column("token_count", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("embedding_model", sa.String(200)),
+    _ts("created_at"),
+    sa.UniqueConstraint("workspace_id", "item_id", "sequence"),
+    sa.Index(None, "workspace_id", "embedding_model"),
+)
+
+entities = sa.Table(
+    "entities",
+    metadata,
+    _id(),
+    _ws(),
+    sa.Column("name", sa.String(300), nullable=False),
+    sa.Column("entity_type", sa.String(32), nullable=False),
+    sa.Column("normalised_key", sa.String(400), nullable=False),
+    sa.Column("observation_count", sa.Integer, nullable=False, server_default="1"),
+    _ts("created_at"),
+    _ts("last_seen_at", nullable=True),
+    sa.UniqueConstraint("workspace_id", "normalised_key"),
+)
+
+# The SQL form of the spec's entities.item_ids array: which items mention an entity.
+entity_items = sa.Table(
+    "entity_items",
+    metadata,
+    sa.Column("entity_id", sa.String(36), sa.ForeignKey("entities.id", ondelete="CASCADE"),
+              primary_key=True),
+    sa.Column("item_id", sa.String(36), sa.ForeignKey("items.id", ondelete="CASCADE"),
+              primary_key=True),
+    _ws(),
+    sa.Index(None, "workspace_id", "item_id"),
+)
+
+entity_aliases = sa.Table(
+    "entity_aliases",
+    metadata,
+    _id(),
+    _ws(),
+    sa.Column("entity_id", sa.String(36), sa.ForeignKey("entities.id", ondelete="CASCADE"),
+              nullable=False),
+    sa.Column("alias", sa.String(300), nullable=False),
+    sa.Column("normalised", sa.String(400), nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("score", sa.Float, nullable=False, server_default="0"),
+    _ts("created_at"),
+    sa.UniqueConstraint("workspace_id", "entity_id", "normalised"),
+)
+
+claims = sa.Table(
+    "claims",
+    metadata,
+    _id(),
+    _ws(),
+    sa.Column("item_id", sa.String(36), sa.ForeignKey("items.id", ondelete="CASCADE"),
+              nullable=False),
+    sa.Column("chunk_id", sa.String(36)),
+    sa.Column("subject", sa.String(400), nullable=False),
+    sa.Column("statement", sa.Text, nullable=False),
+    sa.Column("nature", sa.String(32), nullable=False),
+    sa.Column("quotation", sa.Text),
+    sa.Column("confidence", sa.Float, nullable=False, server_default="0"),
+    sa.Column("extractor", sa.String(200), nullable=False),
+    sa.Column("dedupe_key", sa.String(64), nullable=False),
+    _ts("created_at"),
+    sa.Index(None, "workspace_id", "subject"),
+    sa.Index(None, "workspace_id", "item_id"),
+    sa.UniqueConstraint("workspace_id", "dedupe_key"),
+)
+
+relationships = sa.Table(
+    "relationships",
+    metadata,
+    _id(),
+    _ws(),
+    sa.Column("source_id", sa.String(36), nullable=False),
+    sa.Column("target_id", sa.String(36), nullable=False),
+    sa.Column("relationship_type", sa.String(32), nullable=False),
+    sa.Column("score", sa.Float, nullable=False),
+    sa.Column("score_version", sa.String(32), nullable=False),
+    sa.Column("features", sa.JSON, nullable=False),
+    sa.Column("evidence", sa.JSON, nullable=False),
+    sa.Column("review_status", sa.String(16), nullable=False),
+    sa.Column("reviewed_by", sa.String(36)),
+    _ts("reviewed_at", nullable=True),
+    sa.Column("dedupe_key", sa.String(64), nullable=False),
+    _ts("created_at"),
+    _ts("updated_at", nullable=True),
+    sa.UniqueConstraint("workspace_id", "dedupe_key"),
+    sa.Index(None, "workspace_id", "source_id"),
+    sa.Index(None, "workspace_id", "target_id"),
+    sa.Index(None, "workspace_id", "review_status", "score"),
+)
+
+jobs = sa.Table(
+    "jobs",
+    metadata,
+    _id(),
+    sa.Column("kind", sa.String(64), nullable=False),
+    _ws(nullable=True),
+    sa.Column("payload", sa.JSON, nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("priority", sa.Integer, nullable=False, server_default="0"),
+    _ts("run_after"),
+    sa.Column("attempts", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("max_attempts", sa.Integer, nullable=False),
+    sa.Column("idempotency_key", sa.String(255)),
+    sa.Column("lease_owner", sa.String(100)),
+    _ts("lease_expires_at", nullable=True),
+    sa.Column("last_error", sa.String(2000)),
+    sa.Column("correlation_id", sa.String(128)),
+    _ts("created_at"),
+    _ts("started_at", nullable=True),
+    _ts("finished_at", nullable=True),
+    _ts("updated_at", nullable=True),
+    sa.Index(None, "status", "run_after", "priority"),
+    sa.Index(None, "status", "lease_expires_at"),
+    sa.Index(None, "workspace_id", "created_at"),
+    sa.Index(
+        "uq_jobs_pending_idempotency_key",
+        "idempotency_key",
+        unique=True,
+        **_where("status = 'pending'"),
+    ),
+)
+
+processing_runs = sa.Table(
+    "processing_runs",
+    metadata,
+    _id(),
+    _ws(),
+    sa.Column("item_id", sa.String(36), sa.ForeignKey("items.id", ondelete="CASCADE"),
+              nullable=False),
+    sa.Column("stage", sa.String(32), nullable=False),
+    sa.Column("outcome", sa.String(16), nullable=False),
+    sa.Column("versions", sa.JSON, nullable=False),
+    sa.Column("details", sa.JSON, nullable=False),
+    sa.Column("error", sa.String(1000)),
+    _ts("started_at"),
+    _ts("finished_at", nullable=True),
+    sa.Index(None, "workspace_id", "item_id", "started_at"),
+)
+
+model_versions = sa.Table(
+    "model_versions",
+    metadata,
+    _id(),
+    _ws(),
+    sa.Column("kind", sa.String(32), nullable=False),
+    sa.Column("name", sa.String(200), nullable=False),
+    sa.Column("dimensions", sa.Integer),
+    _ts("first_seen_at"),
+    _ts("last_seen_at"),
+    sa.UniqueConstraint("workspace_id", "kind", "name"),
+)
+
+audit_events = sa.Table(
+    "audit_events",
+    metadata,
+    _id(),
+    _ws(),
+    sa.Column("action", sa.String(64), nullable=False),
+    sa.Column("actor_user_id", sa.String(36)),
+    sa.Column("target_kind", sa.String(32)),
+    sa.Column("target_id", sa.String(36)),
+    sa.Column("details", sa.JSON, nullable=False),
+    sa.Column("request_id", sa.String(128)),
+    _ts("at"),
+    sa.Index(None, "workspace_id", "at"),
+    sa.Index(None, "workspace_id", "action", "at"),
+)

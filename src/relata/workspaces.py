@@ -1,0 +1,50 @@
+"""Workspaces: the data boundary. Creating and resolving them by slug."""
+
+from __future__ import annotations
+
+import re
+
+from relata.domain.errors import DuplicateKey, NotFound, ValidationError
+from relata.domain.models import Workspace
+from relata.domain.ports import Clock, WorkspaceRepository
+from relata.ids import new_id
+
+_SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
+
+
+def validate_slug(slug: str) -> str:
+    if not _SLUG.match(slug):
+        raise ValidationError(
+            "workspace slug must be 1-63 lowercase letters, digits or '-'", field="slug"
+        )
+    return slug
+
+
+class WorkspaceService:
+    def __init__(self, repo: WorkspaceRepository, clock: Clock, default_slug: str) -> None:
+        self._repo = repo
+        self._clock = clock
+        self.default_slug = default_slug
+
+    def ensure(self, slug: str, name: str | None = None) -> tuple[Workspace, bool]:
+        """Get the workspace with this slug, creating it if missing. Returns (ws, created)."""
+        validate_slug(slug)
+        try:
+            return self._repo.get_by_slug(slug), False
+        except NotFound:
+            pass
+        ws = Workspace(id=new_id(), slug=slug, name=name or slug, created_at=self._clock.now())
+        try:
+            return self._repo.create(ws), True
+        except DuplicateKey:  # created concurrently: converge on the winner
+            return self._repo.get_by_slug(slug), False
+
+    def resolve(self, slug: str | None = None) -> Workspace:
+        """The workspace with this slug (default: the configured one); NotFound names it."""
+        target = slug or self.default_slug
+        try:
+            return self._repo.get_by_slug(target)
+        except NotFound:
+            raise NotFound(
+                f"workspace {target!r} does not exist; run `relata seed` to create it"
+            ) from None
