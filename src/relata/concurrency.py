@@ -16,9 +16,7 @@ from relata.domain.cancel import Cancel, Cancelled
 
 
 class AiCallLimiter:
-    def __init__(
-        self, limit: int, on_wait: Callable[[str, float], None] | None = None
-    ) -> None:
+    def __init__(self, limit: int, on_wait: Callable[[str, float], None] | None = None) -> None:
         if limit < 1:
             raise ValueError("AI call limit must be at least 1")
         self.limit = limit

@@ -15,7 +15,9 @@ from relata.config.settings import Settings
 from relata.storage.sql import migrate
 
 
-def _relata(args: list[str], env: dict[str, str], stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def _relata(
+    args: list[str], env: dict[str, str], stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
     full = {k: v for k, v in os.environ.items() if not k.startswith("RELATA_")}
     full.update(env)
     return subprocess.run(

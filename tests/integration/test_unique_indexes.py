@@ -9,7 +9,16 @@ import pytest
 import sqlalchemy as sa
 
 from relata.domain.errors import DuplicateItem, DuplicateKey
-from relata.domain.models import Entity, Item, ItemStatus, Relationship, ReviewStatus, SourceType
+from relata.domain.models import (
+    Entity,
+    Item,
+    ItemStatus,
+    Relationship,
+    ReviewStatus,
+    SourceType,
+    User,
+    Workspace,
+)
 from relata.ids import content_hash, dedupe_key, new_id
 from relata.storage.sql.accounts import SqlUserRepository, SqlWorkspaceRepository
 from relata.storage.sql.engine import Database
@@ -18,7 +27,6 @@ from relata.storage.sql.items import SqlItemRepository
 from relata.storage.sql.knowledge import SqlEntityRepository, SqlRelationshipRepository
 from relata.storage.sql.records import SqlModelVersionRepository
 from relata.storage.sql.tables import entities, jobs, sessions, users
-from relata.domain.models import User, Workspace
 
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 
@@ -178,8 +186,14 @@ def test_session_token_hash_is_unique(db: Database) -> None:
     ws = _workspace(db)
     uid = new_id()
     SqlUserRepository(db).create(
-        User(id=uid, username="u", password_hash=None, display_name="u", is_admin=False,
-             created_at=NOW)
+        User(
+            id=uid,
+            username="u",
+            password_hash=None,
+            display_name="u",
+            is_admin=False,
+            created_at=NOW,
+        )
     )
     row = {
         "user_id": uid,

@@ -18,8 +18,12 @@ def test_chunk_ids_are_deterministic_and_sensitive_to_every_part() -> None:
     base = chunk_id("w", "i", 0, "h")
     assert base == chunk_id("w", "i", 0, "h")
     assert str(uuid.UUID(base)) == base
-    variants = {chunk_id("w2", "i", 0, "h"), chunk_id("w", "i2", 0, "h"),
-                chunk_id("w", "i", 1, "h"), chunk_id("w", "i", 0, "h2")}
+    variants = {
+        chunk_id("w2", "i", 0, "h"),
+        chunk_id("w", "i2", 0, "h"),
+        chunk_id("w", "i", 1, "h"),
+        chunk_id("w", "i", 0, "h2"),
+    }
     assert base not in variants and len(variants) == 4
 
 

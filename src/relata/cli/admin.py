@@ -94,7 +94,7 @@ def _config(args: argparse.Namespace) -> int:
     if args.markdown:
         sys.stdout.write(markdown_table())
         return 0
-    from relata.config.settings import SETTINGS  # noqa: PLC0415
+    from relata.config.settings import SETTINGS
 
     for s in SETTINGS:
         print(f"{s.env}={s.default}\n    {s.help} Accepts: {s.accepts}.")

@@ -23,19 +23,21 @@ def _migrate(_: argparse.Namespace) -> int:
     with open_container(log=False) as c:
         before = migrate.current_revision(c.db)
         after = migrate.upgrade(c.db)
-    print(f"database at revision {after}" + (" (was " + str(before) + ")" if before != after else ""))
+    print(
+        f"database at revision {after}" + (" (was " + str(before) + ")" if before != after else "")
+    )
     return 0
 
 
 def _serve(_: argparse.Namespace) -> int:
-    import uvicorn  # noqa: PLC0415 - only the server needs it
+    import uvicorn
 
-    from relata.api.app import create_app  # noqa: PLC0415
+    from relata.api.app import create_app
 
     settings = settings_or_exit()  # a bad value stops start-up here, before anything runs
     with open_container() as c:
         rev = migrate.upgrade(c.db)
-        ws, _ = c.workspaces.ensure(settings.default_workspace)
+        c.workspaces.ensure(settings.default_workspace)
         host, port = settings.http_addr
         log.info(
             "starting",

@@ -11,7 +11,7 @@ import threading
 import time
 
 
-class Cancelled(Exception):  # noqa: N818 - reads as "the operation was Cancelled"
+class Cancelled(Exception):
     """Raised by ``Cancel.raise_if_cancelled``; not a RelataError (it is control flow)."""
 
 

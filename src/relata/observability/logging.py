@@ -30,9 +30,7 @@ def _fields(record: logging.LogRecord) -> dict[str, Any]:
     raw = getattr(record, "fields", None)
     if not isinstance(raw, dict):
         return {}
-    return {
-        k: ("[redacted]" if k.lower() in _FORBIDDEN_FIELDS else v) for k, v in raw.items()
-    }
+    return {k: ("[redacted]" if k.lower() in _FORBIDDEN_FIELDS else v) for k, v in raw.items()}
 
 
 class JsonFormatter(logging.Formatter):

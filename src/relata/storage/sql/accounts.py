@@ -47,9 +47,7 @@ class SqlWorkspaceRepository:
 
     def get(self, workspace_id: str) -> Workspace:
         with self._db.read() as conn:
-            row = conn.execute(
-                sa.select(workspaces).where(workspaces.c.id == workspace_id)
-            ).first()
+            row = conn.execute(sa.select(workspaces).where(workspaces.c.id == workspace_id)).first()
         if row is None:
             raise NotFound("workspace not found")
         return _workspace(row)

@@ -26,7 +26,7 @@ _WRITE_OPTION = "relata_write"
 
 
 def _sqlite_engine(url: sa.URL) -> Engine:
-    import pysqlite3.dbapi2 as pysqlite3  # noqa: PLC0415 - only needed for SQLite
+    import pysqlite3.dbapi2 as pysqlite3
 
     if url.database and url.database != ":memory:":
         Path(url.database).parent.mkdir(parents=True, exist_ok=True)
@@ -58,7 +58,7 @@ def _sqlite_engine(url: sa.URL) -> Engine:
 
 def _load_sqlite_vec(dbapi_conn: Any) -> None:
     try:
-        import sqlite_vec  # noqa: PLC0415
+        import sqlite_vec
     except ImportError:  # pragma: no cover - declared dependency
         return
     dbapi_conn.enable_load_extension(True)

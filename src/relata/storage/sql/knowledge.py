@@ -285,7 +285,9 @@ class SqlRelationshipRepository:
                 "score_version": sa.case(
                     (unreviewed, excluded.score_version), else_=relationships.c.score_version
                 ),
-                "features": sa.case((unreviewed, excluded.features), else_=relationships.c.features),
+                "features": sa.case(
+                    (unreviewed, excluded.features), else_=relationships.c.features
+                ),
             },
         )
         with self._db.write() as conn:

@@ -40,11 +40,10 @@ class UTCDateTime(sa.types.TypeDecorator[datetime]):
     def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
         if value is None:
             return None
-        if isinstance(value, str):
-            value = datetime.fromisoformat(value)
-        if value.tzinfo is None:
-            return value.replace(tzinfo=UTC)
-        return value.astimezone(UTC)
+        parsed: datetime = datetime.fromisoformat(value) if isinstance(value, str) else value
+        if parsed.tzinfo is None:
+            return parsed.replace(tzinfo=UTC)
+        return parsed.astimezone(UTC)
 
 
 def _id() -> sa.Column[str]:
@@ -119,8 +118,9 @@ sessions = sa.Table(
     "sessions",
     metadata,
     _id(),
-    sa.Column("user_id", sa.String(36), sa.ForeignKey("users.id", ondelete="CASCADE"),
-              nullable=False),
+    sa.Column(
+        "user_id", sa.String(36), sa.ForeignKey("users.id", ondelete="CASCADE"), nullable=False
+    ),
     _ws(),
     sa.Column("token_hash", sa.String(64), nullable=False, unique=True),
     _ts("created_at"),
@@ -135,8 +135,9 @@ api_tokens = sa.Table(
     metadata,
     _id(),
     _ws(),
-    sa.Column("user_id", sa.String(36), sa.ForeignKey("users.id", ondelete="CASCADE"),
-              nullable=False),
+    sa.Column(
+        "user_id", sa.String(36), sa.ForeignKey("users.id", ondelete="CASCADE"), nullable=False
+    ),
     sa.Column("name", sa.String(100), nullable=False),
     sa.Column("token_hash", sa.String(64), nullable=False, unique=True),
     _ts("created_at"),
@@ -185,8 +186,9 @@ chunks = sa.Table(
     metadata,
     _id(),
     _ws(),
-    sa.Column("item_id", sa.String(36), sa.ForeignKey("items.id", ondelete="CASCADE"),
-              nullable=False),
+    sa.Column(
+        "item_id", sa.String(36), sa.ForeignKey("items.id", ondelete="CASCADE"), nullable=False
+    ),
     sa.Column("sequence", sa.Integer, nullable=False),
     sa.Column("text", sa.Text, nullable=False),
     sa.Column("content_hash", sa.String(64), nullable=False),
@@ -219,10 +221,15 @@ entities = sa.Table(
 entity_items = sa.Table(
     "entity_items",
     metadata,
-    sa.Column("entity_id", sa.String(36), sa.ForeignKey("entities.id", ondelete="CASCADE"),
-              primary_key=True),
-    sa.Column("item_id", sa.String(36), sa.ForeignKey("items.id", ondelete="CASCADE"),
-              primary_key=True),
+    sa.Column(
+        "entity_id",
+        sa.String(36),
+        sa.ForeignKey("entities.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    sa.Column(
+        "item_id", sa.String(36), sa.ForeignKey("items.id", ondelete="CASCADE"), primary_key=True
+    ),
     _ws(),
     sa.Index(None, "workspace_id", "item_id"),
 )
@@ -232,8 +239,9 @@ entity_aliases = sa.Table(
     metadata,
     _id(),
     _ws(),
-    sa.Column("entity_id", sa.String(36), sa.ForeignKey("entities.id", ondelete="CASCADE"),
-              nullable=False),
+    sa.Column(
+        "entity_id", sa.String(36), sa.ForeignKey("entities.id", ondelete="CASCADE"), nullable=False
+    ),
     sa.Column("alias", sa.String(300), nullable=False),
     sa.Column("normalised", sa.String(400), nullable=False),
     sa.Column("status", sa.String(16), nullable=False),
@@ -247,8 +255,9 @@ claims = sa.Table(
     metadata,
     _id(),
     _ws(),
-    sa.Column("item_id", sa.String(36), sa.ForeignKey("items.id", ondelete="CASCADE"),
-              nullable=False),
+    sa.Column(
+        "item_id", sa.String(36), sa.ForeignKey("items.id", ondelete="CASCADE"), nullable=False
+    ),
     sa.Column("chunk_id", sa.String(36)),
     sa.Column("subject", sa.String(400), nullable=False),
     sa.Column("statement", sa.Text, nullable=False),
@@ -324,8 +333,9 @@ processing_runs = sa.Table(
     metadata,
     _id(),
     _ws(),
-    sa.Column("item_id", sa.String(36), sa.ForeignKey("items.id", ondelete="CASCADE"),
-              nullable=False),
+    sa.Column(
+        "item_id", sa.String(36), sa.ForeignKey("items.id", ondelete="CASCADE"), nullable=False
+    ),
     sa.Column("stage", sa.String(32), nullable=False),
     sa.Column("outcome", sa.String(16), nullable=False),
     sa.Column("versions", sa.JSON, nullable=False),

@@ -139,9 +139,7 @@ def upgrade() -> None:
         sa.Column("source_type", sa.String(length=16), nullable=False),
         sa.Column("status", sa.String(length=16), nullable=False),
         sa.Column("content_hash", sa.String(length=64), nullable=False),
-        sa.Column(
-            "deliberate_duplicate", sa.Boolean(), server_default=sa.false(), nullable=False
-        ),
+        sa.Column("deliberate_duplicate", sa.Boolean(), server_default=sa.false(), nullable=False),
         sa.Column("size_bytes", sa.BigInteger(), nullable=False),
         sa.Column("text", sa.Text(), nullable=True),
         sa.Column("original_path", sa.String(length=255), nullable=True),
