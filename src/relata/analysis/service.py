@@ -1,0 +1,204 @@
+"""``AnalysisService``: the one door to the language model for every analysis task.
+
+Each call checks that analysis is enabled (else ``AnalysisDisabled``, which the pipeline
+treats as degraded quality), waits for a slot of the shared ``AiCallLimiter`` (kind
+``"analysis"``), calls the ``Analyser`` and records call counts, latency, tokens and queue
+wait per provider and task. ``run`` then applies the one rule for invalid output
+(docs/decisions/0007-invalid-model-output.md): content that fails strict decoding or task
+validation is counted on ``relata_model_invalid_output_total{task,reason}`` and raised as a
+permanent ``InvalidModelOutput``; it is never retried. Transport failures propagate as the
+provider raised them (already retried, bounded, by the adapter).
+
+Logs carry the task, provider, model, outcome and timings, never messages or content.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Collection, Sequence
+from typing import Any
+
+from relata.analysis.answer import (
+    ANSWER_TASK,
+    AnswerResult,
+    Excerpt,
+    build_answer_prompt,
+    judge_answer,
+)
+from relata.analysis.decode import decode_strict
+from relata.analysis.errors import AnalysisDisabled, InvalidModelOutput
+from relata.analysis.task import TaskSpec
+from relata.concurrency import AiCallLimiter
+from relata.domain.cancel import Cancel, Cancelled
+from relata.domain.ports import (
+    Analyser,
+    CompletionRequest,
+    CompletionResponse,
+    HealthChecker,
+    Message,
+    ProviderHealth,
+)
+from relata.observability.metrics import Metrics
+
+log = logging.getLogger(__name__)
+
+LIMITER_KIND = "analysis"
+
+
+class AnalysisService:
+    def __init__(
+        self,
+        analyser: Analyser | None,
+        *,
+        limiter: AiCallLimiter,
+        metrics: Metrics | None = None,
+        provider: str = "",
+        max_tokens: int = 512,
+        disabled_reason: str = "",
+    ) -> None:
+        self._analyser = analyser
+        self._limiter = limiter
+        self._metrics = metrics
+        self._provider = provider or (getattr(analyser, "provider", "") if analyser else "")
+        self._max_tokens = max_tokens
+        self._disabled_reason = disabled_reason or "analysis is disabled"
+
+    @classmethod
+    def disabled(cls, reason: str, *, limiter: AiCallLimiter) -> AnalysisService:
+        return cls(None, limiter=limiter, disabled_reason=reason)
+
+    @property
+    def enabled(self) -> bool:
+        return self._analyser is not None
+
+    @property
+    def disabled_reason(self) -> str | None:
+        return None if self.enabled else self._disabled_reason
+
+    @property
+    def provider(self) -> str:
+        return self._provider
+
+    @property
+    def model_id(self) -> str | None:
+        return self._analyser.model_id if self._analyser is not None else None
+
+    def _require(self) -> Analyser:
+        if self._analyser is None:
+            raise AnalysisDisabled(self._disabled_reason)
+        return self._analyser
+
+    # ------------------------------------------------------------------ model calls
+    def complete(
+        self, task: TaskSpec, messages: Sequence[Message], cancel: Cancel
+    ) -> CompletionResponse:
+        """One model call for ``task`` through the shared AI-call limit; content unparsed."""
+        analyser = self._require()
+        request = CompletionRequest(
+            messages=tuple(messages),
+            schema=dict(task.schema),
+            schema_name=task.schema_name,
+            max_tokens=self._max_tokens,
+            temperature=task.temperature,
+        )
+        queued = time.monotonic()
+        with self._limiter.slot(LIMITER_KIND, cancel):
+            waited = time.monotonic() - queued
+            start = time.monotonic()
+            outcome = "error"
+            try:
+                response = analyser.complete(request, cancel)
+                outcome = "ok"
+            except Cancelled:
+                outcome = "cancelled"
+                raise
+            finally:
+                elapsed = time.monotonic() - start
+                self._observe_call(task.name, outcome, waited, elapsed)
+                log.info(
+                    "model call finished",
+                    extra={
+                        "fields": {
+                            "task": task.name,
+                            "provider": self._provider,
+                            "model": analyser.model_id,
+                            "outcome": outcome,
+                            "queue_wait_ms": round(waited * 1000, 1),
+                            "elapsed_ms": round(elapsed * 1000, 1),
+                        }
+                    },
+                )
+        if response.usage is not None and self._metrics is not None:
+            self._metrics.model_tokens.labels(self._provider, task.name, "prompt").inc(
+                response.usage.prompt_tokens
+            )
+            self._metrics.model_tokens.labels(self._provider, task.name, "completion").inc(
+                response.usage.completion_tokens
+            )
+        return response
+
+    def run(self, task: TaskSpec, messages: Sequence[Message], cancel: Cancel) -> dict[str, Any]:
+        """Call the model and strictly decode its content; invalid output is counted, raised."""
+        response = self.complete(task, messages, cancel)
+        try:
+            return decode_strict(response.content, task.schema, max_bytes=task.max_output_bytes)
+        except InvalidModelOutput as exc:
+            self.record_invalid(task.name, exc)
+            raise
+
+    def record_invalid(self, task: str, exc: InvalidModelOutput) -> None:
+        """Count one rejected response (the reason set is bounded by ``InvalidModelOutput``)."""
+        if self._metrics is not None:
+            self._metrics.model_invalid_output.labels(task, exc.reason).inc()
+        log.warning(
+            "model output rejected",
+            extra={"fields": {"task": task, "reason": exc.reason, "provider": self._provider}},
+        )
+
+    # ------------------------------------------------------------------ generate_answer
+    def answer(
+        self,
+        question: str,
+        excerpts: Sequence[Excerpt | tuple[str, str, str]],
+        cancel: Cancel,
+    ) -> AnswerResult:
+        """Answer ``question`` from ``excerpts`` with checked citations.
+
+        Raises ``AnalysisDisabled`` when there is no model, and transport errors as raised by
+        the provider; an invalid or degenerate reply is an ``unavailable`` result, counted.
+        """
+        self._require()
+        items = [e if isinstance(e, Excerpt) else Excerpt(*e) for e in excerpts]
+        messages = build_answer_prompt(question, items)
+        response = self.complete(ANSWER_TASK, messages, cancel)
+        return self.judge(response.content, [e.ref_id for e in items])
+
+    def judge(self, raw_content: str, supplied_refs: Collection[str]) -> AnswerResult:
+        """``resolve_answer`` plus the metrics: rejections and dropped citations are counted."""
+        try:
+            result = judge_answer(raw_content, supplied_refs)
+        except InvalidModelOutput as exc:
+            self.record_invalid(ANSWER_TASK.name, exc)
+            return AnswerResult.unavailable(exc.reason)
+        if result.dropped_citations and self._metrics is not None:
+            self._metrics.answer_citations_dropped.inc(result.dropped_citations)
+        return result
+
+    # ------------------------------------------------------------------ lifecycle
+    def health(self, cancel: Cancel) -> ProviderHealth | None:
+        if self._analyser is None or not isinstance(self._analyser, HealthChecker):
+            return None
+        return self._analyser.health(cancel)
+
+    def close(self) -> None:
+        close = getattr(self._analyser, "close", None)
+        if callable(close):
+            close()
+
+    def _observe_call(self, task: str, outcome: str, waited: float, elapsed: float) -> None:
+        if self._metrics is None:
+            return
+        self._metrics.model_queue_wait.labels(self._provider, task).observe(waited)
+        self._metrics.model_calls.labels(self._provider, task, outcome).inc()
+        self._metrics.model_latency.labels(self._provider, task).observe(elapsed)
