@@ -1,0 +1,36 @@
+"""Build the configured ``VectorStore`` from settings (called by ``relata.bootstrap``).
+
+* ``sqlite-vec`` (default): in the authoritative SQLite file, or in ``vectors.db`` under the
+  data dir when the authoritative store is PostgreSQL.
+* ``qdrant``: the server at ``RELATA_QDRANT_URL``; with an empty URL, qdrant-client's local
+  mode in ``qdrant/`` under the data dir.
+
+Nothing connects here: both adapters open their storage on first use.
+"""
+
+from __future__ import annotations
+
+from relata.config.settings import Settings
+from relata.domain.ports import VectorStore
+from relata.storage.sql.engine import Database
+from relata.storage.vectors.qdrant import QdrantVectorStore
+from relata.storage.vectors.sqlite_vec import SqliteVecStore
+
+STANDALONE_FILE = "vectors.db"
+QDRANT_LOCAL_DIR = "qdrant"
+
+
+def build_vector_store(settings: Settings, db: Database, dimensions: int) -> VectorStore:
+    """The store for ``dimensions``-wide vectors; ``db`` is the authoritative database."""
+    if settings.vector_store == "qdrant":
+        return QdrantVectorStore(
+            dimensions=dimensions,
+            collection=settings.qdrant_collection,
+            url=settings.qdrant_url,
+            api_key=settings.qdrant_api_key,
+            path=None if settings.qdrant_url else settings.data_path / QDRANT_LOCAL_DIR,
+            timeout=settings.qdrant_timeout,
+        )
+    if db.dialect == "sqlite":
+        return SqliteVecStore(db, dimensions)
+    return SqliteVecStore.standalone(settings.data_path / STANDALONE_FILE, dimensions)

@@ -1,0 +1,314 @@
+"""``SqliteVecStore``: the embedded vector store, a sqlite-vec ``vec0`` table.
+
+With a SQLite deployment the vectors live in the authoritative file itself (the ``Database``
+already loads sqlite-vec on every connection); with PostgreSQL they live in a SQLite file of
+their own, ``vectors.db`` in the data dir (``SqliteVecStore.standalone``).
+
+Two tables, both created at run time (docs/decisions/0008-vector-stores.md):
+
+* ``vec_chunks_<width>``: a ``vec0`` virtual table per vector width, partitioned by
+  ``workspace_id``, cosine distance, with the thin payload as *metadata* columns so that the
+  item, type and date filters are applied inside the KNN scan (the result is the true top-k
+  of the filtered set, not a post-filtered top-k). A new width gets a new table, so widths
+  never mix and re-embedding after a width change fills a fresh table.
+* ``vec_points``: one row per stored vector (chunk id, workspace, item, width). vec0 only
+  indexes its primary key, so counting a workspace or finding an item's vectors there would
+  be a scan over every vector; this ordinary, indexed table answers those instead and is
+  always written in the same transaction as the vectors.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import OperationalError
+
+from relata.domain.errors import ConfigError, Unavailable
+from relata.domain.ports import VectorHit, VectorRecord
+from relata.storage.sql.engine import Database
+from relata.storage.vectors.validation import (
+    SearchFilters,
+    check_dimensions,
+    cosine_similarity_from_distance,
+    prepare_batch,
+    prepare_search,
+    ranked,
+    require_workspace,
+)
+
+VEC_TABLE_PREFIX = "vec_chunks_"
+POINTS_TABLE = "vec_points"
+_DELETE_BATCH = 500  # rows per transaction when a whole workspace is deleted
+
+_POINTS_DDL = (
+    "CREATE TABLE IF NOT EXISTS vec_points ("
+    "chunk_id TEXT PRIMARY KEY NOT NULL, workspace_id TEXT NOT NULL, "
+    "item_id TEXT NOT NULL, dimensions INTEGER NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS ix_vec_points_workspace_item ON vec_points (workspace_id, item_id)",
+    "CREATE INDEX IF NOT EXISTS ix_vec_points_workspace_dimensions "
+    "ON vec_points (workspace_id, dimensions)",
+)
+_POINTS_FIND = sa.text(
+    "SELECT chunk_id, dimensions FROM vec_points "
+    "WHERE chunk_id IN (SELECT value FROM json_each(:ids))"
+)
+_POINTS_BY_ITEM = sa.text(
+    "SELECT chunk_id, dimensions FROM vec_points WHERE workspace_id = :w AND item_id = :i"
+)
+_POINTS_BY_WORKSPACE = sa.text(
+    "SELECT chunk_id, dimensions FROM vec_points WHERE workspace_id = :w LIMIT :n"
+)
+_POINTS_UPSERT = sa.text(
+    "INSERT INTO vec_points (chunk_id, workspace_id, item_id, dimensions) "
+    "VALUES (:chunk_id, :workspace_id, :item_id, :dimensions) "
+    "ON CONFLICT (chunk_id) DO UPDATE SET workspace_id = excluded.workspace_id, "
+    "item_id = excluded.item_id, dimensions = excluded.dimensions"
+)
+_POINTS_DELETE = sa.text("DELETE FROM vec_points WHERE chunk_id = :id")
+_POINTS_COUNT = sa.text(
+    "SELECT count(*) FROM vec_points WHERE workspace_id = :w AND dimensions = :d"
+)
+_VEC_TABLES = sa.text(
+    "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'vec\\_chunks\\_%' "
+    "ESCAPE '\\'"
+)
+
+
+class _VecSql:
+    """The statements on one width's vec0 table.
+
+    Every value is a bound parameter; the only interpolated part is the table name, built
+    from a validated integer width (hence the ``noqa: S608``).
+    """
+
+    def __init__(self, dimensions: int) -> None:
+        table = vec_table(dimensions)
+        self.table = table
+        self.create = (
+            f"CREATE VIRTUAL TABLE IF NOT EXISTS {table} USING vec0("
+            "chunk_id text primary key, workspace_id text partition key, "
+            "item_id text, source_type text, created_at float, embedding_model text, "
+            f"embedding float[{dimensions}] distance_metric=cosine)"
+        )
+        self.insert = sa.text(
+            f"INSERT INTO {table} (chunk_id, workspace_id, item_id, source_type, "  # noqa: S608
+            "created_at, embedding_model, embedding) VALUES (:chunk_id, :workspace_id, "
+            ":item_id, :source_type, :created_at, :embedding_model, :embedding)"
+        )
+        # One statement per id: vec0 answers ``chunk_id = ?`` from its primary key, while
+        # an IN list would scan every vector.
+        self.delete = sa.text(f"DELETE FROM {table} WHERE chunk_id = :id")  # noqa: S608
+        self.knn = (
+            f"SELECT chunk_id, item_id, distance FROM {table} "  # noqa: S608
+            "WHERE embedding MATCH :q AND k = :k AND workspace_id = :w"
+        )
+
+
+def vec_table(dimensions: int) -> str:
+    return f"{VEC_TABLE_PREFIX}{check_dimensions(dimensions)}"
+
+
+class SqliteVecStore:
+    """The ``VectorStore`` port on sqlite-vec."""
+
+    def __init__(self, db: Database, dimensions: int, *, owns_db: bool = False) -> None:
+        if db.dialect != "sqlite":
+            raise ConfigError(
+                "SqliteVecStore needs a SQLite database; with PostgreSQL use "
+                "SqliteVecStore.standalone (vectors.db in RELATA_DATA_DIR)"
+            )
+        self.dimensions = check_dimensions(dimensions)
+        self._db = db
+        self._owns_db = owns_db
+        self._sql = _VecSql(self.dimensions)
+        self._ready = False
+        self._lock = threading.Lock()
+
+    @classmethod
+    def standalone(cls, path: Path, dimensions: int) -> SqliteVecStore:
+        """A store in its own SQLite file (used when the authoritative store is PostgreSQL)."""
+        return cls(Database.from_url(f"sqlite:///{path.resolve()}"), dimensions, owns_db=True)
+
+    @property
+    def table(self) -> str:
+        """The vec0 table of this store's width."""
+        return self._sql.table
+
+    def _ensure_schema(self) -> None:
+        if self._ready:
+            return
+        with self._lock:
+            if self._ready:
+                return
+            with _translated(), self._db.write() as conn:
+                for ddl in (*_POINTS_DDL, self._sql.create):
+                    conn.exec_driver_sql(ddl)
+            self._ready = True
+
+    # ------------------------------------------------------------------ writes
+    def upsert(self, records: Sequence[VectorRecord]) -> None:
+        batch = prepare_batch(records, self.dimensions)
+        if not batch:
+            return
+        self._ensure_schema()
+        ids = json.dumps([r.chunk_id for r in batch])
+        with _translated(), self._db.write() as conn:
+            existing = conn.execute(_POINTS_FIND, {"ids": ids}).all()
+            # vec0 has no UPSERT: remove the old vector (whatever its width), insert anew.
+            _delete_vectors(conn, [(str(r[0]), int(r[1])) for r in existing])
+            conn.execute(
+                self._sql.insert,
+                [
+                    {
+                        "chunk_id": r.chunk_id,
+                        "workspace_id": r.workspace_id,
+                        "item_id": r.item_id,
+                        "source_type": r.source_type,
+                        "created_at": r.created_at,
+                        "embedding_model": r.embedding_model,
+                        "embedding": r.vector.tobytes(),
+                    }
+                    for r in batch
+                ],
+            )
+            conn.execute(
+                _POINTS_UPSERT,
+                [
+                    {
+                        "chunk_id": r.chunk_id,
+                        "workspace_id": r.workspace_id,
+                        "item_id": r.item_id,
+                        "dimensions": self.dimensions,
+                    }
+                    for r in batch
+                ],
+            )
+
+    def _delete_points(self, select: sa.TextClause, params: dict[str, Any]) -> int:
+        self._ensure_schema()
+        with _translated(), self._db.write() as conn:
+            points = [(str(r[0]), int(r[1])) for r in conn.execute(select, params).all()]
+            _delete_vectors(conn, points)
+            if points:
+                conn.execute(_POINTS_DELETE, [{"id": chunk_id} for chunk_id, _ in points])
+        return len(points)
+
+    def delete_by_item(self, workspace_id: str, item_id: str) -> int:
+        """Delete the item's vectors of every width (stale widths included)."""
+        require_workspace(workspace_id)
+        return self._delete_points(_POINTS_BY_ITEM, {"w": workspace_id, "i": item_id})
+
+    def delete_by_workspace(self, workspace_id: str) -> int:
+        """Delete the workspace's vectors of every width, in bounded transactions."""
+        require_workspace(workspace_id)
+        total = 0
+        while True:
+            n = self._delete_points(_POINTS_BY_WORKSPACE, {"w": workspace_id, "n": _DELETE_BATCH})
+            total += n
+            if n < _DELETE_BATCH:
+                return total
+
+    # ------------------------------------------------------------------ reads
+    def search(
+        self,
+        workspace_id: str,
+        vector: Sequence[float],
+        *,
+        k: int,
+        item_ids: Sequence[str] | None = None,
+        source_types: Sequence[str] | None = None,
+        created_from: datetime | None = None,
+        created_to: datetime | None = None,
+    ) -> list[VectorHit]:
+        query, filters = prepare_search(
+            workspace_id,
+            vector,
+            self.dimensions,
+            k=k,
+            item_ids=item_ids,
+            source_types=source_types,
+            created_from=created_from,
+            created_to=created_to,
+        )
+        if filters.matches_nothing:
+            return []
+        self._ensure_schema()
+        where, params = _knn_filters(filters)
+        params.update({"q": query.tobytes(), "k": k, "w": workspace_id})
+        statement = sa.text(f"{self._sql.knn}{where} ORDER BY distance")
+        with _translated(), self._db.read() as conn:
+            rows = conn.execute(statement, params).all()
+        return ranked(
+            [
+                VectorHit(
+                    chunk_id=str(r[0]),
+                    item_id=str(r[1]),
+                    score=cosine_similarity_from_distance(r[2]),
+                )
+                for r in rows
+            ]
+        )
+
+    def count(self, workspace_id: str) -> int:
+        require_workspace(workspace_id)
+        self._ensure_schema()
+        with _translated(), self._db.read() as conn:
+            n = conn.execute(_POINTS_COUNT, {"w": workspace_id, "d": self.dimensions})
+            return int(n.scalar_one())
+
+    def close(self) -> None:
+        if self._owns_db:
+            self._db.dispose()
+
+
+def _delete_vectors(conn: Connection, points: Sequence[tuple[str, int]]) -> None:
+    """Delete vectors by chunk id from whichever width's table holds them."""
+    if not points:
+        return
+    tables = {str(r[0]) for r in conn.execute(_VEC_TABLES).all()}
+    by_width: dict[int, list[dict[str, str]]] = {}
+    for chunk_id, dims in points:
+        by_width.setdefault(dims, []).append({"id": chunk_id})
+    for dims, params in by_width.items():
+        sql = _VecSql(dims)
+        if sql.table in tables:
+            conn.execute(sql.delete, params)
+
+
+def _knn_filters(filters: SearchFilters) -> tuple[str, dict[str, Any]]:
+    """Constraints on vec0 metadata columns: applied inside the KNN scan, before ``k``."""
+    clauses: list[str] = []
+    params: dict[str, Any] = {}
+    if filters.item_ids is not None:
+        clauses.append("item_id IN (SELECT value FROM json_each(:item_ids))")
+        params["item_ids"] = json.dumps(filters.item_ids)
+    if filters.source_types is not None:
+        clauses.append("source_type IN (SELECT value FROM json_each(:source_types))")
+        params["source_types"] = json.dumps(filters.source_types)
+    if filters.created_from is not None:
+        clauses.append("created_at >= :created_from")
+        params["created_from"] = filters.created_from
+    if filters.created_to is not None:
+        clauses.append("created_at < :created_to")
+        params["created_to"] = filters.created_to
+    return "".join(f" AND {c}" for c in clauses), params
+
+
+@contextmanager
+def _translated() -> Iterator[None]:
+    """A file locked past the busy timeout is transient; anything else is a real bug."""
+    try:
+        yield
+    except OperationalError as exc:
+        text = str(exc.orig).lower()
+        if "locked" in text or "busy" in text:
+            raise Unavailable("the vector store is busy; try again", retry_after=1) from exc
+        raise

@@ -1,0 +1,453 @@
+"""One contract suite for every ``VectorStore`` adapter.
+
+Each test runs against: ``SqliteVecStore`` inside the migrated authoritative SQLite file;
+``SqliteVecStore`` in its own ``vectors.db`` (as deployed beside PostgreSQL); and
+``QdrantVectorStore`` on qdrant-client's local mode, which speaks the server's API.
+Most vectors are 8 wide to keep the suite fast.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from relata.bootstrap import Container, build
+from relata.config.settings import Settings
+from relata.domain.errors import MissingWorkspace, Permanent, ValidationError
+from relata.domain.ports import VectorRecord, VectorStore
+from relata.storage.sql import migrate
+from relata.storage.sql.engine import Database
+from relata.storage.vectors.factory import build_vector_store
+from relata.storage.vectors.qdrant import QdrantVectorStore
+from relata.storage.vectors.sqlite_vec import POINTS_TABLE, SqliteVecStore
+
+DIMS = 8
+THIN_PAYLOAD = {
+    "workspace_id",
+    "item_id",
+    "chunk_id",
+    "source_type",
+    "created_at",
+    "embedding_model",
+}
+T0 = datetime(2024, 3, 1, 12, 0, tzinfo=UTC)
+WS_A = str(uuid.uuid4())
+WS_B = str(uuid.uuid4())
+
+
+def vec(*head: float, dims: int = DIMS) -> list[float]:
+    """A vector of ``dims`` whose first components are ``head`` (the rest zero)."""
+    return [*head, *([0.0] * (dims - len(head)))]
+
+
+def rec(
+    vector: Sequence[float],
+    *,
+    workspace_id: str = WS_A,
+    item_id: str = "item-1",
+    chunk_id: str | None = None,
+    source_type: str = "text",
+    created_at: datetime = T0,
+    model: str = "test-model",
+) -> VectorRecord:
+    return VectorRecord(
+        chunk_id=chunk_id or str(uuid.uuid4()),
+        workspace_id=workspace_id,
+        item_id=item_id,
+        source_type=source_type,
+        created_at=created_at,
+        embedding_model=model,
+        vector=vector,
+    )
+
+
+@dataclass
+class Backend:
+    """Opens stores of any width on one underlying storage (one file or folder)."""
+
+    kind: str
+    tmp: Path
+    db: Database | None = None
+    opened: list[VectorStore] = field(default_factory=list)
+
+    def open(self, dims: int = DIMS) -> VectorStore:
+        store: VectorStore
+        if self.kind == "sqlite-shared":
+            assert self.db is not None
+            store = SqliteVecStore(self.db, dims)
+        elif self.kind == "sqlite-standalone":
+            store = SqliteVecStore.standalone(self.tmp / "vectors.db", dims)
+        else:
+            # Local mode holds a lock on its folder: one open client at a time.
+            for s in self.opened:
+                s.close()
+            store = QdrantVectorStore(dimensions=dims, path=self.tmp / "qdrant")
+        self.opened.append(store)
+        return store
+
+    def stored_fields(self, store: VectorStore, chunk_id: str) -> set[str]:
+        """What is stored beside the vector itself."""
+        if isinstance(store, QdrantVectorStore):
+            payload = store.payload(chunk_id)
+            assert payload is not None
+            return set(payload)
+        assert isinstance(store, SqliteVecStore)
+        path = self.tmp / ("relata.db" if self.kind == "sqlite-shared" else "vectors.db")
+        db = Database.from_url(f"sqlite:///{path}")
+        try:
+            with db.read() as conn:
+                cols = conn.exec_driver_sql(f"PRAGMA table_info({store.table})").all()
+                book = conn.exec_driver_sql(f"PRAGMA table_info({POINTS_TABLE})").all()
+        finally:
+            db.dispose()
+        # The bookkeeping table holds ids only: no text, nothing beyond the thin payload.
+        assert {str(c[1]) for c in book} == {"chunk_id", "workspace_id", "item_id", "dimensions"}
+        return {str(c[1]) for c in cols} - {"embedding"}
+
+    def close(self) -> None:
+        for s in self.opened:
+            s.close()
+        if self.db is not None:
+            self.db.dispose()
+
+
+@pytest.fixture(params=["sqlite-shared", "sqlite-standalone", "qdrant-local"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+    b = Backend(request.param, tmp_path)
+    if b.kind == "sqlite-shared":
+        b.db = Database.from_url(f"sqlite:///{tmp_path / 'relata.db'}")
+        migrate.upgrade(b.db)
+    try:
+        yield b
+    finally:
+        b.close()
+
+
+@pytest.fixture
+def store(backend: Backend) -> VectorStore:
+    return backend.open(DIMS)
+
+
+# ---------------------------------------------------------------- isolation and counts
+def test_perfect_match_in_another_workspace_is_never_returned(store: VectorStore) -> None:
+    mine = rec(vec(1, 1), item_id="a-item")
+    theirs = rec(vec(1, 0), workspace_id=WS_B, item_id="b-item")
+    store.upsert([mine, theirs])
+
+    hits = store.search(WS_A, vec(1, 0), k=10)
+    assert [h.chunk_id for h in hits] == [mine.chunk_id]
+    assert [h.chunk_id for h in store.search(WS_B, vec(1, 0), k=10)] == [theirs.chunk_id]
+
+
+def test_counts_are_per_workspace(store: VectorStore) -> None:
+    store.upsert([rec(vec(1, i)) for i in range(3)] + [rec(vec(1), workspace_id=WS_B)])
+    assert store.count(WS_A) == 3
+    assert store.count(WS_B) == 1
+    assert store.count(str(uuid.uuid4())) == 0
+
+
+@pytest.mark.parametrize("workspace", ["", "   "])
+def test_empty_workspace_is_refused_everywhere(store: VectorStore, workspace: str) -> None:
+    with pytest.raises(MissingWorkspace):
+        store.search(workspace, vec(1), k=5)
+    with pytest.raises(MissingWorkspace):
+        store.count(workspace)
+    with pytest.raises(MissingWorkspace):
+        store.delete_by_item(workspace, "item-1")
+    with pytest.raises(MissingWorkspace):
+        store.delete_by_workspace(workspace)
+    with pytest.raises(MissingWorkspace):
+        store.upsert([rec(vec(1)), rec(vec(1), workspace_id=workspace)])
+    assert store.count(WS_A) == 0  # the valid record of the refused batch was not written
+
+
+# ---------------------------------------------------------------- deletes
+def test_delete_by_item_removes_only_that_items_vectors(store: VectorStore) -> None:
+    gone = [rec(vec(1, i), item_id="doomed") for i in range(3)]
+    kept = rec(vec(1, 1), item_id="kept")
+    same_item_elsewhere = rec(vec(1), workspace_id=WS_B, item_id="doomed")
+    store.upsert([*gone, kept, same_item_elsewhere])
+
+    assert store.delete_by_item(WS_A, "doomed") == 3
+    assert store.count(WS_A) == 1
+    assert [h.chunk_id for h in store.search(WS_A, vec(1), k=10)] == [kept.chunk_id]
+    assert store.count(WS_B) == 1
+    assert store.delete_by_item(WS_A, "doomed") == 0
+
+
+def test_delete_by_workspace_leaves_other_workspaces(store: VectorStore) -> None:
+    store.upsert([rec(vec(1, i), item_id=f"i{i}") for i in range(5)])
+    store.upsert([rec(vec(1), workspace_id=WS_B)])
+    assert store.delete_by_workspace(WS_A) == 5
+    assert store.count(WS_A) == 0
+    assert store.search(WS_A, vec(1), k=10) == []
+    assert store.count(WS_B) == 1
+
+
+# ---------------------------------------------------------------- payload and idempotency
+def test_payload_is_exactly_the_thin_set(backend: Backend, store: VectorStore) -> None:
+    r = rec(vec(1, 2))
+    store.upsert([r])
+    assert backend.stored_fields(store, r.chunk_id) == THIN_PAYLOAD
+    if isinstance(store, QdrantVectorStore):
+        assert store.payload(r.chunk_id) == {
+            "workspace_id": WS_A,
+            "item_id": "item-1",
+            "chunk_id": r.chunk_id,
+            "source_type": "text",
+            "created_at": T0.timestamp(),
+            "embedding_model": "test-model",
+        }
+
+
+def test_upserting_a_chunk_id_twice_keeps_one_updated_vector(store: VectorStore) -> None:
+    chunk = str(uuid.uuid4())
+    store.upsert([rec(vec(1, 0), chunk_id=chunk, source_type="text", model="old")])
+    store.upsert([rec(vec(0, 1), chunk_id=chunk, source_type="pdf", model="new")])
+
+    assert store.count(WS_A) == 1
+    [hit] = store.search(WS_A, vec(0, 1), k=10)
+    assert hit.chunk_id == chunk
+    assert hit.score == pytest.approx(1.0, abs=1e-5)
+    assert store.search(WS_A, vec(0, 1), k=10, source_types=["text"]) == []
+    assert len(store.search(WS_A, vec(0, 1), k=10, source_types=["pdf"])) == 1
+
+
+def test_duplicate_chunk_ids_in_one_batch_keep_the_last(store: VectorStore) -> None:
+    chunk = str(uuid.uuid4())
+    store.upsert([rec(vec(1, 0), chunk_id=chunk), rec(vec(0, 1), chunk_id=chunk)])
+    assert store.count(WS_A) == 1
+    assert store.search(WS_A, vec(0, 1), k=1)[0].score == pytest.approx(1.0, abs=1e-5)
+
+
+# ---------------------------------------------------------------- widths
+def test_width_mismatch_is_refused_with_the_fix_and_nothing_is_written(
+    store: VectorStore,
+) -> None:
+    existing = rec(vec(1))
+    store.upsert([existing])
+    batch = [rec(vec(1, 1)), rec([1.0] * (DIMS * 2)), rec(vec(0, 1))]
+    with pytest.raises(Permanent) as info:
+        store.upsert(batch)
+    assert "RELATA_EMBEDDING_DIMENSIONS=16" in info.value.message
+    assert "re-embed" in info.value.message
+    assert store.count(WS_A) == 1
+    assert [h.chunk_id for h in store.search(WS_A, vec(1, 1), k=10)] == [existing.chunk_id]
+
+
+def test_query_of_another_width_is_refused(store: VectorStore) -> None:
+    with pytest.raises(Permanent, match="RELATA_EMBEDDING_DIMENSIONS"):
+        store.search(WS_A, [1.0] * (DIMS + 1), k=3)
+
+
+def test_a_new_width_starts_empty_and_deletes_reach_the_old_width(backend: Backend) -> None:
+    narrow = backend.open(DIMS)
+    narrow.upsert([rec(vec(1), item_id="doc"), rec(vec(1, 1), item_id="other")])
+
+    wide = backend.open(16)
+    assert wide.dimensions == 16
+    assert wide.count(WS_A) == 0  # the 8-wide vectors are not counted as current
+    with pytest.raises(Permanent):
+        wide.upsert([rec(vec(1))])  # an 8-wide vector no longer fits
+    wide.upsert([rec(vec(1, dims=16), item_id="doc")])
+    assert wide.count(WS_A) == 1
+    assert wide.delete_by_item(WS_A, "doc") == 2  # the stale 8-wide vector goes too
+
+    narrow_again = backend.open(DIMS)
+    assert narrow_again.count(WS_A) == 1
+    assert [h.item_id for h in narrow_again.search(WS_A, vec(1), k=5)] == ["other"]
+
+
+# ---------------------------------------------------------------- search semantics
+def test_scores_are_cosine_similarity(store: VectorStore) -> None:
+    same, orthogonal, opposite = rec(vec(2, 0)), rec(vec(0, 3)), rec(vec(-1, 0))
+    store.upsert([same, orthogonal, opposite])
+    hits = store.search(WS_A, vec(5, 0), k=3)
+    assert [h.chunk_id for h in hits] == [same.chunk_id, orthogonal.chunk_id, opposite.chunk_id]
+    assert [h.score for h in hits] == pytest.approx([1.0, 0.0, -1.0], abs=1e-5)
+    assert hits[0].item_id == "item-1"
+
+
+def test_k_limits_the_results_best_first(store: VectorStore) -> None:
+    records = [rec(vec(1, i / 10)) for i in range(10)]
+    store.upsert(records)
+    hits = store.search(WS_A, vec(1, 0), k=4)
+    assert [h.chunk_id for h in hits] == [r.chunk_id for r in records[:4]]
+
+
+def test_filters_return_the_true_top_k_of_the_filtered_set(store: VectorStore) -> None:
+    # Twenty near neighbours that every filter excludes, and three far ones it keeps: a
+    # store that filtered after taking the top k would return nothing.
+    near = [
+        rec(vec(1, i / 100), item_id="near", source_type="text", created_at=T0) for i in range(20)
+    ]
+    far = [
+        rec(
+            vec(0.1 * (i + 1), 1),
+            item_id=f"far-{i}",
+            source_type="pdf",
+            created_at=T0 + timedelta(days=10 + i),
+        )
+        for i in range(3)
+    ]
+    store.upsert(near + far)
+    q = vec(1, 0)
+    best_far = [far[2].chunk_id, far[1].chunk_id]
+
+    assert [h.chunk_id for h in store.search(WS_A, q, k=2, source_types=["pdf"])] == best_far
+    by_items = store.search(WS_A, q, k=2, item_ids=["far-1", "far-2", "missing"])
+    assert [h.chunk_id for h in by_items] == best_far
+    by_date = store.search(WS_A, q, k=2, created_from=T0 + timedelta(days=1))
+    assert [h.chunk_id for h in by_date] == best_far
+
+
+def test_date_filter_is_half_open(store: VectorStore) -> None:
+    days = [rec(vec(1, i), item_id=f"d{i}", created_at=T0 + timedelta(days=i)) for i in range(4)]
+    store.upsert(days)
+    hits = store.search(
+        WS_A,
+        vec(1),
+        k=10,
+        created_from=T0 + timedelta(days=1),
+        created_to=T0 + timedelta(days=3),
+    )
+    assert sorted(h.item_id for h in hits) == ["d1", "d2"]
+    just_after = T0 + timedelta(days=2, microseconds=1)
+    later = store.search(WS_A, vec(1), k=10, created_from=just_after)
+    assert sorted(h.item_id for h in later) == ["d3"]
+
+
+def test_filters_combine(store: VectorStore) -> None:
+    store.upsert(
+        [
+            rec(vec(1, 0), item_id="x", source_type="pdf"),
+            rec(vec(1, 1), item_id="x", source_type="text"),
+            rec(vec(1, 2), item_id="y", source_type="pdf"),
+        ]
+    )
+    hits = store.search(WS_A, vec(1), k=10, item_ids=["x"], source_types=["pdf"])
+    assert [(h.item_id, round(h.score, 3)) for h in hits] == [("x", 1.0)]
+
+
+def test_empty_filter_lists_match_nothing(store: VectorStore) -> None:
+    store.upsert([rec(vec(1))])
+    assert store.search(WS_A, vec(1), k=5, item_ids=[]) == []
+    assert store.search(WS_A, vec(1), k=5, source_types=[]) == []
+    assert len(store.search(WS_A, vec(1), k=5, item_ids=None)) == 1
+
+
+def test_search_on_an_empty_store_returns_nothing(store: VectorStore) -> None:
+    assert store.search(WS_A, vec(1), k=5) == []
+
+
+# ---------------------------------------------------------------- bad input
+@pytest.mark.parametrize("k", [0, -1, 100_000])
+def test_k_out_of_range_names_the_field(store: VectorStore, k: int) -> None:
+    with pytest.raises(ValidationError) as info:
+        store.search(WS_A, vec(1), k=k)
+    assert info.value.field == "k"
+
+
+def test_naive_date_filter_names_the_field(store: VectorStore) -> None:
+    with pytest.raises(ValidationError) as info:
+        store.search(WS_A, vec(1), k=5, created_from=datetime(2024, 1, 1))
+    assert info.value.field == "created_from"
+
+
+@pytest.mark.parametrize(
+    ("change", "fragment"),
+    [
+        ({"chunk_id": "not-a-uuid"}, "chunk_id"),
+        ({"chunk_id": str(uuid.uuid4()).upper()}, "chunk_id"),
+        ({"item_id": ""}, "item_id"),
+        ({"embedding_model": ""}, "embedding_model"),
+        ({"created_at": datetime(2024, 1, 1)}, "created_at"),
+        ({"vector": vec(math.nan)}, "finite"),
+        ({"vector": vec()}, "zeros"),
+    ],
+)
+def test_bad_records_refuse_the_whole_batch(
+    store: VectorStore, change: dict[str, object], fragment: str
+) -> None:
+    good = rec(vec(1))
+    bad = VectorRecord(**{**_fields(rec(vec(1, 1))), **change})  # type: ignore[arg-type]
+    with pytest.raises(Permanent, match=fragment):
+        store.upsert([good, bad])
+    assert store.count(WS_A) == 0
+
+
+def _fields(r: VectorRecord) -> dict[str, object]:
+    return {name: getattr(r, name) for name in VectorRecord.__slots__}
+
+
+# ---------------------------------------------------------------- factory
+def test_factory_puts_vectors_in_the_sqlite_database(tmp_path: Path) -> None:
+    settings = Settings(data_dir=str(tmp_path / "data"))
+    db = Database.from_url(settings.resolved_database_url)
+    store = build_vector_store(settings, db, 384)
+    try:
+        assert isinstance(store, SqliteVecStore)
+        store.upsert([rec(vec(1, dims=384))])
+        with db.read() as conn:
+            names = {r[0] for r in conn.execute(sa.text("SELECT name FROM sqlite_master"))}
+        assert {"vec_chunks_384", "vec_points"} <= names
+        assert not (tmp_path / "data" / "vectors.db").exists()
+    finally:
+        store.close()
+        db.dispose()
+
+
+@pytest.mark.postgres
+def test_factory_uses_a_separate_sqlite_file_beside_postgresql(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    settings = Settings(data_dir=str(tmp_path / "data"), database_url=postgres_url)
+    db = Database.from_url(postgres_url)
+    store = build_vector_store(settings, db, DIMS)
+    try:
+        assert isinstance(store, SqliteVecStore)
+        store.upsert([rec(vec(1))])
+        assert store.count(WS_A) == 1
+        assert (tmp_path / "data" / "vectors.db").is_file()
+    finally:
+        store.close()
+        db.dispose()
+
+
+def test_factory_builds_qdrant_local_mode_under_the_data_dir(tmp_path: Path) -> None:
+    settings = Settings(data_dir=str(tmp_path / "data"), vector_store="qdrant")
+    db = Database.from_url(settings.resolved_database_url)
+    store = build_vector_store(settings, db, DIMS)
+    try:
+        assert isinstance(store, QdrantVectorStore)
+        assert store.collection == "relata_chunks_8"
+        assert not (tmp_path / "data" / "qdrant").exists()  # nothing opened before first use
+        store.upsert([rec(vec(1))])
+        assert store.count(WS_A) == 1
+        assert (tmp_path / "data" / "qdrant").is_dir()
+    finally:
+        store.close()
+        db.dispose()
+
+
+def test_container_wires_a_store_as_wide_as_the_embedder(container: Container) -> None:
+    store = container.vectors
+    assert store.dimensions == 384  # all-MiniLM-L6-v2, known without loading the model
+    assert isinstance(store, SqliteVecStore)
+    store.upsert([rec(vec(1, dims=384))])
+    assert store.count(WS_A) == 1
+
+
+def test_embedding_dimensions_setting_sets_the_store_width(settings: Settings) -> None:
+    c = build(settings.replace(embedding_dimensions=16, embedding_provider="none"))
+    try:
+        assert c.vectors.dimensions == 16
+    finally:
+        c.close()
