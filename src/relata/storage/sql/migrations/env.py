@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from alembic import context
 
 from relata.storage.sql.tables import metadata
@@ -11,7 +13,18 @@ connection = config.attributes.get("connection")
 if connection is None:  # pragma: no cover - always called through migrate.py
     raise RuntimeError("run migrations with `relata migrate`")
 
+
+def _include_object(
+    obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any
+) -> bool:
+    """Autogenerate compares only the tables declared in ``tables.py``: the vector tables
+    (created at run time for the configured width) and full-text shadow tables are not ours
+    to drop."""
+    return not (type_ == "table" and reflected and compare_to is None)
+
+
 context.configure(
+    include_object=_include_object,
     connection=connection,
     target_metadata=metadata,
     render_as_batch=connection.dialect.name == "sqlite",
