@@ -1,0 +1,12 @@
+"""Embedders: turning chunk texts into vectors (the ``Embedder`` port's adapters).
+
+* ``onnx.OnnxEmbedder``: the default (provider ``local``), all-MiniLM-L6-v2 run in-process
+  with onnxruntime, offline;
+* ``ollama.OllamaEmbedder`` and ``openai_compatible.OpenAICompatibleEmbedder``: HTTP
+  providers, built on ``relata.providers`` (bounded retries, safe HTTP);
+* ``factory.build_embedder``: picks one from settings (``None`` for provider ``none``);
+* ``bench.bench_embed``: the embed stage's speed against raw onnxruntime.
+
+Every adapter returns exactly one vector per input, in input order, of a fixed width, or
+raises ``Permanent``; see docs/decisions/0006-embedding-providers.md.
+"""
