@@ -1,0 +1,261 @@
+"""The items API: upload (multipart or JSON text), list, read, download the original,
+delete and reprocess.
+
+Uploads are admitted before their body is read (``Overloaded`` -> 503 with Retry-After) and
+read as a stream that stops at ``RELATA_MAX_UPLOAD_BYTES`` plus a small allowance for the
+form fields (``TooLarge`` -> 413). The type comes from the content (``sniff``); the
+filename and Content-Type the client sent are hints only, and the original is served back
+with the media type of the *detected* type, as an attachment.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+from urllib.parse import quote
+
+import pydantic
+from fastapi import APIRouter, Query, Request, Response
+from fastapi.concurrency import run_in_threadpool
+from starlette.datastructures import UploadFile
+from starlette.responses import FileResponse
+
+from relata.api.deps import ContainerDep, PrincipalDep
+from relata.api.v1.item_models import (
+    CREATE_ITEM_BODY,
+    ItemDetailOut,
+    ItemIn,
+    ItemOut,
+    ItemPage,
+    ReprocessOut,
+    item_out,
+    run_out,
+)
+from relata.domain.errors import TooLarge, UnsupportedContent, ValidationError
+from relata.domain.models import SourceType
+from relata.ingest.service import IngestRequest
+from relata.ingest.validation import parse_bool
+
+router = APIRouter(tags=["items"])
+
+# Room for the multipart boundaries and the small form fields around the file.
+_FORM_ALLOWANCE = 64 * 1024
+_FORM_FIELDS = frozenset({"file", "title", "metadata", "created_at", "allow_duplicate"})
+_MAX_FIELD_BYTES = 16 * 1024
+
+
+def _limited(request: Request, limit: int) -> Request:
+    """The same request, its body stream refusing to go past ``limit`` bytes."""
+    received = 0
+    receive = request.receive
+
+    async def bounded_receive() -> Any:
+        nonlocal received
+        message = await receive()
+        if message.get("type") == "http.request":
+            received += len(message.get("body", b""))
+            if received > limit:
+                raise _too_large(limit - _FORM_ALLOWANCE)
+        return message
+
+    return Request(request.scope, bounded_receive)
+
+
+def _too_large(limit: int) -> TooLarge:
+    return TooLarge(
+        f"the upload is over the limit of {limit} bytes (RELATA_MAX_UPLOAD_BYTES)", field="file"
+    )
+
+
+def _text_field(value: Any, name: str) -> str:
+    if not isinstance(value, str):
+        raise ValidationError(f"{name} must be a text field, not a file", field=name)
+    return value
+
+
+async def _from_multipart(request: Request, max_bytes: int) -> IngestRequest:
+    form = await request.form(
+        max_files=1, max_fields=len(_FORM_FIELDS), max_part_size=_MAX_FIELD_BYTES
+    )
+    try:
+        for key in form:
+            if key not in _FORM_FIELDS:
+                raise ValidationError(f"unknown form field {key[:64]!r}", field=key[:64])
+        upload = form.get("file")
+        if not isinstance(upload, UploadFile):
+            raise ValidationError("a file is required (form field 'file')", field="file")
+        data = await upload.read(max_bytes + 1)
+        if len(data) > max_bytes:
+            raise _too_large(max_bytes)
+        fields = {k: _text_field(form.get(k), k) for k in _FORM_FIELDS - {"file"} if k in form}
+        return IngestRequest(
+            data=data,
+            filename=upload.filename,
+            content_type=upload.content_type,
+            title=fields.get("title"),
+            metadata=fields.get("metadata"),
+            created_at=fields.get("created_at"),
+            allow_duplicate=_flag(fields.get("allow_duplicate")),
+        )
+    finally:
+        await form.close()
+
+
+async def _from_json(request: Request) -> IngestRequest:
+    body = b"".join([chunk async for chunk in request.stream()])
+    try:
+        payload = ItemIn.model_validate_json(body)
+    except pydantic.ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first.get("loc", ())) or None
+        message = str(first.get("msg", "invalid value"))
+        raise ValidationError(f"{field}: {message}" if field else message, field=field) from None
+    return IngestRequest(
+        text=payload.text,
+        title=payload.title,
+        metadata=payload.metadata,
+        created_at=payload.created_at,
+        allow_duplicate=payload.allow_duplicate,
+    )
+
+
+def _flag(value: str | None) -> bool:
+    return parse_bool(value, "allow_duplicate")
+
+
+@router.post(
+    "/items",
+    status_code=201,
+    response_model=ItemOut,
+    summary="Upload a document (multipart) or add text (JSON)",
+    openapi_extra=CREATE_ITEM_BODY,
+)
+async def create_item(request: Request, p: PrincipalDep, c: ContainerDep) -> ItemOut:
+    service = c.ingest
+    media = (request.headers.get("content-type") or "").split(";", 1)[0].strip().lower()
+    if media not in ("multipart/form-data", "application/json"):
+        raise UnsupportedContent(
+            "send a file as multipart/form-data or text as application/json",
+            field="content-type",
+        )
+    limit = service.max_upload_bytes + _FORM_ALLOWANCE
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > limit:
+        raise _too_large(service.max_upload_bytes)
+    with service.admit() as slot:
+        bounded = _limited(request, limit)
+        if media == "multipart/form-data":
+            ingest = await _from_multipart(bounded, service.max_upload_bytes)
+        else:
+            ingest = await _from_json(bounded)
+        item = await run_in_threadpool(slot.ingest, p.workspace_id, ingest)
+    return item_out(item)
+
+
+def _date_param(value: str | None, name: str, *, end: bool = False) -> datetime | None:
+    """An ISO date or date-time; naive means UTC; a bare date as ``to`` includes that day."""
+    if value is None or not value.strip():
+        return None
+    text = value.strip()
+    try:
+        if len(text) == 10:
+            day = date.fromisoformat(text)
+            parsed = datetime(day.year, day.month, day.day, tzinfo=UTC)
+            return parsed + timedelta(days=1) if end else parsed
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValidationError(
+            f"{name} must be an ISO 8601 date or date-time, e.g. 2024-05-01", field=name
+        ) from None
+    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+
+
+@router.get("/items", response_model=ItemPage, summary="List items, newest first")
+def list_items(
+    p: PrincipalDep,
+    c: ContainerDep,
+    limit: int = Query(50, ge=1, le=200),
+    offset: int = Query(0, ge=0),
+    type: SourceType | None = Query(None, description="only items of this detected type"),
+    from_: str | None = Query(
+        None, alias="from", description="created at or after (ISO date or date-time)"
+    ),
+    to: str | None = Query(None, description="created before (a bare date includes that day)"),
+) -> ItemPage:
+    created_from = _date_param(from_, "from")
+    created_to = _date_param(to, "to", end=True)
+    rows = c.items.list(
+        p.workspace_id,
+        limit=limit + 1,  # one more tells whether there is a next page
+        offset=offset,
+        source_type=type,
+        created_from=created_from,
+        created_to=created_to,
+    )
+    more = len(rows) > limit
+    page = rows[:limit]
+    return ItemPage(
+        items=[item_out(i) for i in page],
+        limit=limit,
+        offset=offset,
+        next_offset=offset + limit if more else None,
+    )
+
+
+@router.get("/items/{item_id}", response_model=ItemDetailOut, summary="An item and its runs")
+def get_item(item_id: str, p: PrincipalDep, c: ContainerDep) -> ItemDetailOut:
+    detail = c.items.get(p.workspace_id, item_id)
+    return ItemDetailOut(
+        **item_out(detail.item).model_dump(), runs=[run_out(r) for r in detail.runs]
+    )
+
+
+_UNSAFE_ASCII = re.compile(r"[^A-Za-z0-9._ ()-]+")
+
+
+def content_disposition(filename: str) -> str:
+    """``attachment`` with an ASCII fallback name and the exact name as RFC 5987 ``filename*``."""
+    ascii_name = unicodedata.normalize("NFKD", filename).encode("ascii", "ignore").decode()
+    ascii_name = _UNSAFE_ASCII.sub("_", ascii_name).strip(" .") or "original"
+    return f"attachment; filename=\"{ascii_name}\"; filename*=UTF-8''{quote(filename, safe='')}"
+
+
+@router.get(
+    "/items/{item_id}/original",
+    summary="Download the stored original as an attachment",
+    response_class=Response,
+    responses={200: {"content": {"application/octet-stream": {}}}},
+)
+def get_original(item_id: str, p: PrincipalDep, c: ContainerDep) -> FileResponse:
+    stored = c.items.original(p.workspace_id, item_id)
+    return FileResponse(
+        stored.path,
+        media_type=stored.media_type,
+        headers={
+            "Content-Disposition": content_disposition(stored.download_name),
+            "Cache-Control": "private, no-store",
+        },
+    )
+
+
+@router.delete(
+    "/items/{item_id}", status_code=204, summary="Delete an item and everything derived from it"
+)
+def delete_item(item_id: str, p: PrincipalDep, c: ContainerDep) -> Response:
+    c.items.delete(p.workspace_id, item_id)
+    return Response(status_code=204)
+
+
+@router.post(
+    "/items/{item_id}/reprocess",
+    status_code=202,
+    response_model=ReprocessOut,
+    summary="Run the pipeline over an item again",
+)
+def reprocess_item(item_id: str, p: PrincipalDep, c: ContainerDep) -> ReprocessOut:
+    result = c.items.reprocess(p.workspace_id, item_id)
+    return ReprocessOut(
+        item=item_out(result.item), job_id=result.job.id, generation=result.generation
+    )

@@ -1,0 +1,161 @@
+"""Items after ingestion: read them, download their originals, delete them, reprocess them.
+
+Deleting is two steps. ``mark_deleted`` hides the item from every read at once (and frees
+its content hash), so a pipeline stage still running for it meets ``NotFound`` and fails
+without retrying; then whatever lives outside the database is removed (vectors, through the
+``on_delete`` hooks later features register; the stored original), and finally the row,
+whose chunks, claims and processing runs go with it by ``ON DELETE CASCADE``. A hook that
+fails is logged and does not keep the item: retrieval re-checks every hit against the
+items table, so a leftover vector can never surface a deleted item.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from relata.domain.errors import NotFound, ValidationError
+from relata.domain.models import Item, ItemStatus, Job, ProcessingRun, SourceType
+from relata.domain.ports import ItemRepository, ProcessingRunRepository
+from relata.ingest.originals import EXTENSIONS, OriginalStore
+from relata.ingest.pipeline import Pipeline, StagePayload
+from relata.ingest.validation import MEDIA_TYPES
+
+log = logging.getLogger("relata.ingest")
+
+MAX_PAGE = 1000
+PARSE_STAGE = "parse"
+
+#: Called with (workspace_id, item_id) when an item's derived data must go.
+ItemHook = Callable[[str, str], object]
+
+
+@dataclass(frozen=True, slots=True)
+class ItemDetail:
+    item: Item
+    runs: list[ProcessingRun]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredOriginal:
+    path: Path
+    media_type: str
+    download_name: str
+    size_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class Reprocessing:
+    item: Item
+    job: Job
+    generation: int
+
+
+class ItemCatalog:
+    def __init__(
+        self,
+        items: ItemRepository,
+        runs: ProcessingRunRepository,
+        originals: OriginalStore,
+        pipeline: Pipeline,
+    ) -> None:
+        self._items = items
+        self._runs = runs
+        self._originals = originals
+        self._pipeline = pipeline
+        self._on_delete: list[ItemHook] = []
+        self._lock = threading.Lock()
+
+    def add_delete_hook(self, hook: ItemHook) -> None:
+        """Run ``hook(workspace_id, item_id)`` when an item is deleted (e.g. drop vectors)."""
+        with self._lock:
+            self._on_delete.append(hook)
+
+    def get(self, workspace_id: str, item_id: str) -> ItemDetail:
+        item = self._items.get(workspace_id, item_id)
+        return ItemDetail(item=item, runs=self._runs.list_for_item(workspace_id, item_id))
+
+    def list(
+        self,
+        workspace_id: str,
+        *,
+        limit: int = 50,
+        offset: int = 0,
+        source_type: SourceType | None = None,
+        created_from: datetime | None = None,
+        created_to: datetime | None = None,
+    ) -> list[Item]:
+        """A page of live items, newest first; dates bound ``created_at`` (else the
+        ingestion time): ``created_from <= date < created_to``."""
+        if not 1 <= limit <= MAX_PAGE:
+            raise ValidationError(f"limit must be 1-{MAX_PAGE}", field="limit")
+        if offset < 0:
+            raise ValidationError("offset must not be negative", field="offset")
+        if created_from and created_to and created_from >= created_to:
+            raise ValidationError("from must be before to", field="from")
+        return self._items.list(
+            workspace_id,
+            limit=limit,
+            offset=offset,
+            source_type=source_type.value if source_type else None,
+            created_from=created_from,
+            created_to=created_to,
+        )
+
+    def original(self, workspace_id: str, item_id: str) -> StoredOriginal:
+        item = self._items.get(workspace_id, item_id)
+        path = self._originals.path(item.original_path or "")
+        if not path.is_file():
+            raise NotFound("the item's stored original is missing")
+        return StoredOriginal(
+            path=path,
+            media_type=MEDIA_TYPES[item.source_type],
+            download_name=_download_name(item),
+            size_bytes=item.size_bytes,
+        )
+
+    def delete(self, workspace_id: str, item_id: str) -> None:
+        item = self._items.mark_deleted(workspace_id, item_id)
+        with self._lock:
+            hooks = list(self._on_delete)
+        for hook in hooks:
+            try:
+                hook(workspace_id, item_id)
+            except Exception as exc:  # see the module docstring: the delete goes on
+                log.warning(
+                    "could not remove derived data of a deleted item",
+                    extra={"fields": {"item_id": item_id, "error_type": type(exc).__name__}},
+                )
+        self._originals.delete(item.original_path)
+        self._items.delete(workspace_id, item_id)
+        log.info("item deleted", extra={"fields": {"item_id": item_id}})
+
+    def reprocess(self, workspace_id: str, item_id: str) -> Reprocessing:
+        """Start a new pass of the pipeline over the item. Asking again before the new pass
+        has begun returns the same pending job."""
+        self._items.get(workspace_id, item_id)
+        passes = sum(
+            1 for r in self._runs.list_for_item(workspace_id, item_id) if r.stage == PARSE_STAGE
+        )
+        generation = passes + 1
+        self._items.set_status(workspace_id, item_id, ItemStatus.PENDING)
+        job = self._pipeline.start(StagePayload(workspace_id, item_id, generation))
+        return Reprocessing(
+            item=self._items.get(workspace_id, item_id), job=job, generation=generation
+        )
+
+
+def _download_name(item: Item) -> str:
+    """The filename offered for a download: the display name's last segment (the client
+    sanitises further), else the title, with the stored type's extension."""
+    ext = EXTENSIONS[item.source_type]
+    name = (item.original_filename or "").replace("\\", "/").rsplit("/", 1)[-1].strip()
+    if not name or name in {".", ".."}:
+        name = item.title.strip() or "original"
+    if not name.lower().endswith("." + ext):
+        name = f"{name}.{ext}"
+    return name

@@ -1,0 +1,109 @@
+"""The ingestion pipeline's shape: its stage kinds, their idempotency keys, and what runs
+after chunking.
+
+``parse_item`` → ``chunk_item`` → the stages later features add (``embed_item``, ...). Each
+stage is a job that enqueues the next with the key ``<kind>:<item_id>:<generation>``: a
+generation is one pass of the pipeline over an item (1 at ingestion, one more per
+reprocess), so re-enqueuing a stage of the same pass is a no-op while a new pass is new work.
+Later features append their stage with ``Pipeline.add_after_chunk`` at composition time;
+the stage code does not change. Later stages get a higher job priority than earlier ones, so
+workers finish items already under way before starting new ones: during a large import
+items become ready one after another instead of all at the end.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from relata.domain.errors import Permanent
+from relata.domain.models import Job
+from relata.jobs.queue import JobQueue
+
+PARSE_ITEM = "parse_item"
+CHUNK_ITEM = "chunk_item"
+
+
+def stage_key(kind: str, item_id: str, generation: int) -> str:
+    return f"{kind}:{item_id}:{generation}"
+
+
+@dataclass(frozen=True, slots=True)
+class StagePayload:
+    """What every stage job carries: ids and options, never document content."""
+
+    workspace_id: str
+    item_id: str
+    generation: int
+    title_from_document: bool = False
+
+    @classmethod
+    def from_job(cls, job: Job) -> StagePayload:
+        p = job.payload
+        item_id = p.get("item_id")
+        generation = p.get("generation", 1)
+        if (
+            not job.workspace_id
+            or not isinstance(item_id, str)
+            or not item_id
+            or not isinstance(generation, int)
+            or isinstance(generation, bool)
+        ):
+            raise Permanent(f"malformed {job.kind} payload")
+        return cls(
+            workspace_id=job.workspace_id,
+            item_id=item_id,
+            generation=generation,
+            title_from_document=bool(p.get("title_from_document", False)),
+        )
+
+    def to_payload(self) -> dict[str, Any]:
+        payload: dict[str, Any] = {"item_id": self.item_id, "generation": self.generation}
+        if self.title_from_document:
+            payload["title_from_document"] = True
+        return payload
+
+
+class Pipeline:
+    """Enqueues stages; knows which stage kinds follow chunking."""
+
+    def __init__(self, queue: JobQueue) -> None:
+        self._queue = queue
+        self._after_chunk: list[str] = []
+        self._lock = threading.Lock()
+
+    def add_after_chunk(self, kind: str) -> None:
+        """Run ``kind`` (with the same payload) once an item's chunks are stored."""
+        with self._lock:
+            if kind in self._after_chunk or kind in (PARSE_ITEM, CHUNK_ITEM):
+                raise ValueError(f"stage {kind!r} is already part of the pipeline")
+            self._after_chunk.append(kind)
+
+    @property
+    def after_chunk(self) -> tuple[str, ...]:
+        with self._lock:
+            return tuple(self._after_chunk)
+
+    def start(self, payload: StagePayload, queue: JobQueue | None = None) -> Job:
+        """Enqueue the first stage of a pass over an item."""
+        return self.enqueue(PARSE_ITEM, payload, queue)
+
+    def priority(self, kind: str) -> int:
+        """The stage's position in the pipeline: parse 0, chunk 1, then the later stages."""
+        if kind == PARSE_ITEM:
+            return 0
+        if kind == CHUNK_ITEM:
+            return 1
+        after = self.after_chunk
+        return 2 + after.index(kind) if kind in after else 0
+
+    def enqueue(self, kind: str, payload: StagePayload, queue: JobQueue | None = None) -> Job:
+        q = queue or self._queue
+        return q.enqueue(
+            kind,
+            payload.workspace_id,
+            payload.to_payload(),
+            idempotency_key=stage_key(kind, payload.item_id, payload.generation),
+            priority=self.priority(kind),
+        )
