@@ -1,0 +1,75 @@
+"""``relata search "query"``: the same search service the API uses, from the command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from relata.api.v1.search import parse_legs, to_out
+from relata.cli.common import open_container
+from relata.domain.models import SourceType
+from relata.search.service import SearchQuery, SearchResponse
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("search", help="search a workspace and explain the ranking")
+    p.add_argument("query", help="what to look for")
+    p.add_argument("--workspace", metavar="SLUG", help="default: RELATA_DEFAULT_WORKSPACE")
+    p.add_argument("--limit", type=int, default=10, metavar="N", help="results (1-100)")
+    p.add_argument("--offset", type=int, default=0, metavar="N")
+    p.add_argument("--type", choices=[t.value for t in SourceType], help="only this item type")
+    p.add_argument("--legs", metavar="LEGS", help="comma-separated legs to run (default: all)")
+    p.add_argument("--json", action="store_true", help="print the API's JSON response")
+    p.add_argument("--explain", action="store_true", help="show every leg's rank and share")
+    p.set_defaults(handler=_search)
+
+
+def _search(args: argparse.Namespace) -> int:
+    with open_container(log=False) as c:
+        ws = c.workspaces.resolve(args.workspace)
+        query = SearchQuery(
+            text=args.query,
+            limit=args.limit,
+            offset=args.offset,
+            source_type=SourceType(args.type) if args.type else None,
+            legs=parse_legs(args.legs),
+        )
+        resp = c.search.search(ws.id, query)
+    if args.json:
+        print(json.dumps(to_out(resp).model_dump(mode="json"), ensure_ascii=False, indent=2))
+    else:
+        _print(resp, args.explain)
+    return 0
+
+
+def _print(resp: SearchResponse, explain: bool) -> None:
+    out = sys.stdout
+    for note in resp.notes:
+        print(f"note: {note}", file=out)
+    if not resp.results:
+        print("no results", file=out)
+        return
+    print(f"{resp.total} result(s); showing {len(resp.results)}", file=out)
+    for r in resp.results:
+        print(f"\n{r.rank:>3}. {r.item.title}  [{r.item.source_type.value}]  id={r.item.id}")
+        for e in r.excerpts[:1]:
+            snippet = " ".join(e.text.split())
+            print(f"     {snippet[:200]}")
+        if explain:
+            print(f"     fused score {r.score:.5f}")
+            for leg in r.explanation.legs:
+                extra = ""
+                if leg.similarity is not None:
+                    extra = f", similarity {leg.similarity:.3f}"
+                if leg.matched_terms:
+                    extra += f", terms: {', '.join(leg.matched_terms[:8])}"
+                print(
+                    f"       {leg.leg:<12} rank {leg.rank:>4}  "
+                    f"+{leg.contribution:.5f} (weight {leg.weight:g}){extra}"
+                )
+            for note in r.explanation.notes:
+                print(f"       note: {note}")
+    legs = ", ".join(f"{k}: {v}" for k, v in resp.legs.items())
+    print(f"\nlegs — {legs}", file=out)

@@ -1,0 +1,350 @@
+"""Hybrid search: the legs, rank fusion, the authoritative re-read, excerpts and notes.
+
+The flow is the spec's "A search": every leg is workspace-scoped; the fused candidates are
+re-read through the item repository with the workspace, and anything it does not return is
+dropped (the vector store's own workspace filter is not trusted as the last word). Each result
+carries its best excerpts, with match offsets for highlighting, and the fusion's explanation.
+
+Legs: ``text`` (items, BM25 over title and text), ``chunk_text`` (chunks, BM25; also the
+source of highlighted excerpts), ``vector`` (the query embedded once, chunk vectors, best chunk
+per item), ``entity`` and ``relationship`` (wired by their own issues; reported as absent).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol
+
+from relata.domain.cancel import Cancel
+from relata.domain.errors import ValidationError
+from relata.domain.models import Chunk, Item, SourceType
+from relata.domain.ports import Embedder, TextSearch, VectorStore
+from relata.ranking.aggregate import ChunkHit, best_chunk_per_item
+from relata.ranking.fusion import LEGS, Explanation, FusedResult, FusionConfig, LegHit, fuse
+
+MAX_QUERY_CHARS = 1000
+MAX_LIMIT = 100
+MAX_OFFSET = 1000
+EXCERPT_CHARS = 320
+MAX_EXCERPTS = 2
+# Legs that are not built yet: the response says so instead of pretending they found nothing.
+UNBUILT_LEGS = {
+    "entity": "entity matching is not available yet",
+    "relationship": "relationship expansion is not available yet",
+}
+
+
+class ItemReader(Protocol):
+    def get_many(
+        self, workspace_id: str, item_ids: Sequence[str], *, with_text: bool = True
+    ) -> list[Item]: ...
+
+
+class ChunkReader(Protocol):
+    def get_many(self, workspace_id: str, chunk_ids: Sequence[str]) -> list[Chunk]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class SearchQuery:
+    text: str
+    limit: int = 10
+    offset: int = 0
+    source_type: SourceType | None = None
+    created_from: datetime | None = None
+    created_to: datetime | None = None
+    legs: frozenset[str] | None = None  # None: every available leg
+
+    def validated(self) -> SearchQuery:
+        q = self.text.strip()
+        if not q:
+            raise ValidationError("q must not be empty", field="q")
+        if len(q) > MAX_QUERY_CHARS:
+            raise ValidationError(f"q must be at most {MAX_QUERY_CHARS} characters", field="q")
+        if not 1 <= self.limit <= MAX_LIMIT:
+            raise ValidationError(f"limit must be between 1 and {MAX_LIMIT}", field="limit")
+        if not 0 <= self.offset <= MAX_OFFSET:
+            raise ValidationError(f"offset must be between 0 and {MAX_OFFSET}", field="offset")
+        if self.created_from and self.created_to and self.created_from >= self.created_to:
+            raise ValidationError("from must be before to", field="from")
+        if self.legs is not None:
+            unknown = self.legs - set(LEGS)
+            if unknown or not self.legs:
+                raise ValidationError(
+                    f"legs must be a non-empty subset of {', '.join(LEGS)}", field="legs"
+                )
+        return SearchQuery(
+            q,
+            self.limit,
+            self.offset,
+            self.source_type,
+            self.created_from,
+            self.created_to,
+            self.legs,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Excerpt:
+    chunk_id: str
+    text: str
+    start: int  # offset of the excerpt in the item's text
+    end: int
+    heading_path: tuple[str, ...]
+    page: int | None
+    highlights: tuple[tuple[int, int], ...]  # offsets into ``text``
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    item: Item
+    rank: int
+    score: float
+    explanation: Explanation
+    excerpts: tuple[Excerpt, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResponse:
+    query: str
+    total: int
+    limit: int
+    offset: int
+    results: tuple[SearchResult, ...]
+    legs: dict[str, str]  # leg -> "ran" | "absent" | "not requested"
+    notes: tuple[str, ...]
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+
+class SearchService:
+    def __init__(
+        self,
+        items: ItemReader,
+        chunks: ChunkReader,
+        text: TextSearch,
+        vectors: VectorStore,
+        embedder: Embedder | None,
+        fusion: FusionConfig,
+        *,
+        candidates: int = 100,
+    ) -> None:
+        self._items = items
+        self._chunks = chunks
+        self._text = text
+        self._vectors = vectors
+        self._embedder = embedder
+        self._fusion = fusion
+        self._candidates = candidates
+
+    @property
+    def fusion_weights(self) -> dict[str, float]:
+        return {leg: self._fusion.weight(leg) for leg in LEGS}
+
+    @property
+    def meaning_available(self) -> bool:
+        return self._embedder is not None
+
+    def search(
+        self, workspace_id: str, query: SearchQuery, cancel: Cancel | None = None
+    ) -> SearchResponse:
+        query = query.validated()
+        cancel = cancel or Cancel.never()
+        wanted = set(query.legs) if query.legs is not None else set(LEGS)
+        timings: dict[str, float] = {}
+        notes: list[str] = []
+        leg_state: dict[str, str] = {}
+        hits: dict[str, Sequence[LegHit] | None] = {}
+        highlights: dict[str, tuple[tuple[int, int], ...]] = {}
+        n = max(self._candidates, query.offset + query.limit)
+        source = query.source_type.value if query.source_type else None
+
+        for leg in LEGS:
+            if leg not in wanted:
+                leg_state[leg] = "not requested"
+                hits[leg] = None
+            elif leg in UNBUILT_LEGS:
+                leg_state[leg] = "absent"
+                hits[leg] = None
+            else:
+                leg_state[leg] = "ran"
+
+        if leg_state["text"] == "ran":
+            t0 = time.perf_counter()
+            text_hits = self._text.search_items(
+                workspace_id,
+                query.text,
+                limit=n,
+                source_type=source,
+                created_from=query.created_from,
+                created_to=query.created_to,
+            )
+            hits["text"] = [
+                LegHit(id=h.id, score=h.score, matched_terms=h.matched_terms) for h in text_hits
+            ]
+            timings["text"] = _ms(t0)
+
+        if leg_state["chunk_text"] == "ran":
+            t0 = time.perf_counter()
+            chunk_hits = self._text.search_chunks(workspace_id, query.text, limit=2 * n)
+            for ch in chunk_hits:
+                highlights[ch.chunk_id] = ch.highlights
+            hits["chunk_text"] = best_chunk_per_item(
+                [
+                    ChunkHit(
+                        ch.chunk_id, ch.item_id, score=ch.score, matched_terms=ch.matched_terms
+                    )
+                    for ch in chunk_hits
+                ]
+            )
+            timings["chunk_text"] = _ms(t0)
+
+        if leg_state["vector"] == "ran":
+            if self._embedder is None:
+                leg_state["vector"] = "absent"
+                hits["vector"] = None
+                notes.append(
+                    "meaning-based search is unavailable: no embedding provider is configured "
+                    "(RELATA_EMBEDDING_PROVIDER=none); results come from exact terms only"
+                )
+            else:
+                t0 = time.perf_counter()
+                vector = self._embedder.embed([query.text], cancel)[0]
+                timings["embed"] = _ms(t0)
+                t0 = time.perf_counter()
+                vec_hits = self._vectors.search(
+                    workspace_id,
+                    vector,
+                    k=min(1000, 2 * n),
+                    source_types=[source] if source else None,
+                    created_from=query.created_from,
+                    created_to=query.created_to,
+                )
+                hits["vector"] = best_chunk_per_item(
+                    [ChunkHit(v.chunk_id, v.item_id, similarity=v.score) for v in vec_hits]
+                )
+                timings["vector"] = _ms(t0)
+
+        for leg, reason in UNBUILT_LEGS.items():
+            if leg_state[leg] == "absent":
+                notes.append(f"{leg} leg absent: {reason}")
+
+        t0 = time.perf_counter()
+        fused = fuse(hits, self._fusion)
+        # The authoritative re-read: anything the item repository does not return for this
+        # workspace is dropped, whatever a leg said.
+        candidate_ids = [r.id for r in fused.results]
+        live = {
+            it.id: it
+            for it in self._items.get_many(workspace_id, candidate_ids, with_text=False)
+        }
+        kept = [r for r in fused.results if r.id in live and _matches(live[r.id], query)]
+        page = kept[query.offset : query.offset + query.limit]
+        timings["fuse_and_read"] = _ms(t0)
+
+        t0 = time.perf_counter()
+        excerpts = self._excerpts(workspace_id, query.text, page, highlights)
+        timings["excerpts"] = _ms(t0)
+        results = tuple(
+            SearchResult(
+                item=live[r.id],
+                rank=query.offset + i + 1,
+                score=r.score,
+                explanation=r.explanation,
+                excerpts=excerpts.get(r.id, ()),
+            )
+            for i, r in enumerate(page)
+        )
+        return SearchResponse(
+            query=query.text,
+            total=len(kept),
+            limit=query.limit,
+            offset=query.offset,
+            results=results,
+            legs=leg_state,
+            notes=tuple(notes),
+            timings_ms=timings,
+        )
+
+    def _excerpts(
+        self,
+        workspace_id: str,
+        query: str,
+        page: Sequence[FusedResult],
+        highlights: dict[str, tuple[tuple[int, int], ...]],
+    ) -> dict[str, tuple[Excerpt, ...]]:
+        wanted: dict[str, list[str]] = {}
+        missing: list[str] = []
+        for r in page:
+            item_id, explanation = r.id, r.explanation
+            ids: list[str] = []
+            # Lexical chunk hits first (they carry highlights), then the best vector chunks.
+            for leg_name in ("chunk_text", "vector"):
+                for c in explanation.legs:
+                    if c.leg == leg_name:
+                        ids.extend(i for i in c.chunk_ids if i not in ids)
+            if not any(i in highlights for i in ids):
+                missing.append(item_id)
+            wanted[item_id] = ids[:MAX_EXCERPTS]
+        if missing:
+            # Items found without a highlighted chunk (by the item-level text leg or by
+            # meaning): ask the chunk index for their best matching passages, page only.
+            for ch in self._text.search_chunks(
+                workspace_id, query, limit=MAX_EXCERPTS * len(missing), item_ids=missing
+            ):
+                highlights.setdefault(ch.chunk_id, ch.highlights)
+                ids = wanted[ch.item_id]
+                if ch.chunk_id in ids:
+                    ids.remove(ch.chunk_id)
+                ids.insert(0, ch.chunk_id)
+                wanted[ch.item_id] = ids[:MAX_EXCERPTS]
+        all_ids = [i for ids in wanted.values() for i in ids]
+        chunks = {c.id: c for c in self._chunks.get_many(workspace_id, all_ids)}
+        out: dict[str, tuple[Excerpt, ...]] = {}
+        for item_id, ids in wanted.items():
+            out[item_id] = tuple(
+                _excerpt(chunks[i], highlights.get(i, ())) for i in ids if i in chunks
+            )
+        return out
+
+
+def _matches(item: Item, query: SearchQuery) -> bool:
+    if query.source_type is not None and item.source_type != query.source_type:
+        return False
+    date = item.created_at or item.ingested_at
+    if query.created_from is not None and date < query.created_from:
+        return False
+    return not (query.created_to is not None and date >= query.created_to)
+
+
+def _excerpt(chunk: Chunk, marks: tuple[tuple[int, int], ...]) -> Excerpt:
+    """A window of at most ``EXCERPT_CHARS`` of the chunk around its first match; highlight
+    offsets are rebased onto the excerpt and clipped to it."""
+    text = chunk.text
+    start = 0
+    if marks and len(text) > EXCERPT_CHARS:
+        first = marks[0][0]
+        start = max(0, min(first - EXCERPT_CHARS // 4, len(text) - EXCERPT_CHARS))
+        # Start at a word boundary when one is near.
+        space = text.rfind(" ", max(0, start - 20), start + 1)
+        if space > 0:
+            start = space + 1
+    end = min(len(text), start + EXCERPT_CHARS)
+    window = text[start:end]
+    rebased = tuple(
+        (s - start, min(e, end) - start) for s, e in marks if s >= start and s < end and e > s
+    )
+    return Excerpt(
+        chunk_id=chunk.id,
+        text=window,
+        start=chunk.start_offset + start,
+        end=chunk.start_offset + end,
+        heading_path=chunk.heading_path,
+        page=chunk.page,
+        highlights=rebased,
+    )
+
+
+def _ms(t0: float) -> float:
+    return round((time.perf_counter() - t0) * 1000, 3)
