@@ -1,0 +1,122 @@
+"""JSON parser: a JSON document as ``path: value`` lines, e.g. ``authors[0].name: Ada``.
+
+Each top-level entry (a key of the root object, or an element of the root array) becomes
+one block of its lines, so a chunk never starts in the middle of a record unless the record
+alone is longer than a chunk. Keys that are not plain identifiers are quoted
+(``meta["a.b"]``). The walk is iterative with an explicit depth bound, and the number of
+lines is bounded, so hostile nesting or fan-out cannot exhaust the stack or memory.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from relata.domain.models import SourceType
+from relata.parsing.decode import decode_text
+from relata.parsing.model import (
+    Deadline,
+    Document,
+    DocumentBuilder,
+    ParseLimits,
+    check_source_chars,
+    too_big,
+    unparseable,
+)
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
+_TITLE_KEYS = ("title", "name", "headline")
+_CHECK_EVERY = 2000
+
+
+def _key_path(prefix: str, key: str) -> str:
+    if _IDENTIFIER.match(key):
+        return f"{prefix}.{key}" if prefix else key
+    return f"{prefix}[{json.dumps(key, ensure_ascii=False)}]"
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+class _Lines:
+    """Flattens one JSON value into ``path: value`` lines within the document's bounds."""
+
+    def __init__(self, limits: ParseLimits, deadline: Deadline) -> None:
+        self.count = 0
+        self._limits = limits
+        self._deadline = deadline
+
+    def _emit(self, out: list[str], line: str) -> None:
+        self.count += 1
+        if self.count > self._limits.max_json_lines:
+            raise too_big(f"the JSON expands to more than {self._limits.max_json_lines} lines")
+        if self.count % _CHECK_EVERY == 0:
+            self._deadline.check()
+        out.append(line)
+
+    def flatten(self, path: str, value: Any, depth: int) -> list[str]:
+        out: list[str] = []
+        stack: list[tuple[str, Any, int]] = [(path, value, depth)]
+        max_depth = self._limits.max_json_depth
+        while stack:
+            p, v, d = stack.pop()
+            if d > max_depth:
+                raise too_big(f"the JSON is nested deeper than {max_depth} levels")
+            if isinstance(v, dict):
+                if not v:
+                    self._emit(out, f"{p}: {{}}" if p else "{}")
+                children = [(_key_path(p, str(k)), c, d + 1) for k, c in v.items()]
+                stack.extend(reversed(children))
+            elif isinstance(v, list):
+                if not v:
+                    self._emit(out, f"{p}: []" if p else "[]")
+                stack.extend((f"{p}[{n}]", c, d + 1) for n, c in reversed(list(enumerate(v))))
+            else:
+                self._emit(out, f"{p}: {_scalar(v)}" if p else _scalar(v))
+        return out
+
+
+def _title(root: Any) -> str | None:
+    if isinstance(root, dict):
+        for key in _TITLE_KEYS:
+            value = root.get(key)
+            if isinstance(value, str) and value.strip():
+                return value
+    return None
+
+
+def parse_json(data: bytes, limits: ParseLimits, deadline: Deadline) -> Document:
+    decoded = decode_text(data)
+    check_source_chars(decoded.text, limits)
+    try:
+        root = json.loads(decoded.text)
+    except RecursionError as exc:
+        raise too_big(f"the JSON is nested deeper than {limits.max_json_depth} levels") from exc
+    except ValueError as exc:
+        detail = (
+            f"{exc.msg} at line {exc.lineno} column {exc.colno}"
+            if isinstance(exc, json.JSONDecodeError)
+            else str(exc)
+        )
+        raise unparseable(f"the content is not valid JSON: {detail}") from exc
+    deadline.check()
+    builder = DocumentBuilder(SourceType.JSON, limits)
+    if decoded.warning:
+        builder.warnings.append(decoded.warning)
+    builder.title = _title(root)
+    lines = _Lines(limits, deadline)
+    if isinstance(root, dict) and root:
+        entries: list[tuple[str, Any, str]] = [
+            (_key_path("", str(k)), v, "field") for k, v in root.items()
+        ]
+    elif isinstance(root, list) and root:
+        entries = [(f"[{n}]", v, "record") for n, v in enumerate(root)]
+    else:
+        entries = [("", root, "field")]
+    for path, value, kind in entries:
+        builder.add("\n".join(lines.flatten(path, value, 1)), kind=kind)
+    return builder.build()
