@@ -17,10 +17,10 @@ if connection is None:  # pragma: no cover - always called through migrate.py
 def _include_object(
     obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any
 ) -> bool:
-    """Autogenerate compares only the tables declared in ``tables.py``: the vector tables
-    (created at run time for the configured width) and full-text shadow tables are not ours
-    to drop."""
-    return not (type_ == "table" and reflected and compare_to is None)
+    """Autogenerate compares only what ``tables.py`` declares: the vector tables (created at
+    run time for the configured width), the full-text tables, columns and indexes of
+    migration 0002 are not declared there and are not to be dropped."""
+    return not (type_ in ("table", "column", "index") and reflected and compare_to is None)
 
 
 context.configure(

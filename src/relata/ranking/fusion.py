@@ -1,0 +1,214 @@
+"""Reciprocal-rank fusion of the search legs, with a per-result explanation.
+
+Each leg ("text", "chunk_text", "vector", "entity", "relationship") hands in its candidates in
+rank order. A candidate at rank ``r`` (1-based) of leg ``L`` receives ``weight[L] / (k + r)``;
+its fused score is the sum over the legs that found it (Cormack, Clarke & Büttcher 2009). Only
+ranks matter, so legs whose raw scores live on different scales (BM25, cosine similarity) fuse
+without calibration; the raw scores are kept only to explain the result.
+
+Ordering is deterministic: fused score (descending; sums equal to 12 significant digits tie),
+then the largest single-leg contribution, then the best single-leg rank, then the id. A leg
+that was not run (``None`` or missing from the input: e.g. no embedder) contributes nothing and
+is listed in ``FusionResult.absent_legs``; a leg that ran and found nothing is not absent. A
+candidate found only by zero-weight legs has no evidence and is dropped.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from relata.config.settings import Settings
+
+LEGS: tuple[str, ...] = ("text", "chunk_text", "vector", "entity", "relationship")
+LEXICAL_LEGS = frozenset({"text", "chunk_text"})
+DEFAULT_K = 60
+# Equal text/vector weights are plain RRF, the published BM25 + dense recipe. The chunk leg
+# repeats the item leg's lexical evidence at passage level, so it gets half a vote; entity
+# matches are exact but coarse; relationship expansion finds items the query did not match,
+# so at rank 1 it must stay below a direct text match in the top 60 (0.25/61 < 1/120).
+DEFAULT_WEIGHTS: Mapping[str, float] = MappingProxyType(
+    {"text": 1.0, "chunk_text": 0.5, "vector": 1.0, "entity": 0.5, "relationship": 0.25}
+)
+
+NOTE_ONLY_MEANING = "found only by meaning"
+NOTE_ONLY_TERMS = "found only by exact terms"
+NOTE_ONLY_ENTITY = "found only through a named entity"
+NOTE_ONLY_RELATIONSHIP = "found only through a relationship to another result"
+
+
+@dataclass(frozen=True, slots=True)
+class LegHit:
+    """One candidate of one leg. The rank is its position in the leg's list."""
+
+    id: str
+    score: float | None = None
+    similarity: float | None = None
+    matched_terms: tuple[str, ...] = ()
+    chunk_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class FusionConfig:
+    k: float = DEFAULT_K
+    weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
+
+    def __post_init__(self) -> None:
+        if not math.isfinite(self.k) or self.k < 0:
+            raise ValueError("k must be a finite number >= 0")
+        unknown = set(self.weights) - set(LEGS)
+        if unknown:
+            raise ValueError(f"unknown legs in weights: {sorted(unknown)}")
+        for leg, w in self.weights.items():
+            if not math.isfinite(w) or w < 0:
+                raise ValueError(f"weight of leg {leg!r} must be a finite number >= 0")
+
+    def weight(self, leg: str) -> float:
+        return self.weights.get(leg, DEFAULT_WEIGHTS[leg])
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> FusionConfig:
+        return cls(
+            k=settings.rrf_k,
+            weights={
+                "text": settings.search_weight_text,
+                "chunk_text": settings.search_weight_chunk_text,
+                "vector": settings.search_weight_vector,
+                "entity": settings.search_weight_entity,
+                "relationship": settings.search_weight_relationship,
+            },
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class LegContribution:
+    leg: str
+    rank: int
+    weight: float
+    contribution: float
+    score: float | None = None
+    similarity: float | None = None
+    matched_terms: tuple[str, ...] = ()
+    chunk_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    """Why a result ranked where it did: ``legs`` in canonical leg order, only those that
+    found it; their contributions sum to the fused score."""
+
+    legs: tuple[LegContribution, ...]
+    matched_terms: tuple[str, ...]
+    similarity: float | None
+    notes: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class FusedResult:
+    id: str
+    score: float
+    rank: int
+    explanation: Explanation
+
+
+@dataclass(frozen=True, slots=True)
+class FusionResult:
+    results: tuple[FusedResult, ...]
+    absent_legs: tuple[str, ...]
+    k: float
+    weights: Mapping[str, float]
+
+
+def _tie_level(score: float) -> float:
+    """The score to 12 significant digits: float sums of the same fractions taken in another
+    order differ in the last bits, and must still tie."""
+    return float(f"{score:.11e}")
+
+
+def _notes(found_by: set[str], present: set[str]) -> tuple[str, ...]:
+    if found_by == {"vector"}:
+        return (NOTE_ONLY_MEANING,)
+    if found_by <= LEXICAL_LEGS and "vector" in present:
+        return (NOTE_ONLY_TERMS,)
+    if found_by == {"entity"}:
+        return (NOTE_ONLY_ENTITY,)
+    if found_by == {"relationship"}:
+        return (NOTE_ONLY_RELATIONSHIP,)
+    return ()
+
+
+def fuse(
+    legs: Mapping[str, Sequence[LegHit] | None], config: FusionConfig | None = None
+) -> FusionResult:
+    """Fuse per-leg ranked candidate lists into one ranked, explained list.
+
+    Within one leg an id listed twice keeps its first (best) position; ranks are positions
+    after that de-duplication.
+    """
+    config = config or FusionConfig()
+    unknown = set(legs) - set(LEGS)
+    if unknown:
+        raise ValueError(f"unknown legs: {sorted(unknown)}")
+    present = {leg for leg in LEGS if legs.get(leg) is not None}
+    found: dict[str, list[LegContribution]] = {}
+    for leg in LEGS:  # canonical order: explanations and sums are built in this order
+        hits = legs.get(leg)
+        if hits is None:
+            continue
+        weight = config.weight(leg)
+        seen: set[str] = set()
+        for hit in hits:
+            if hit.id in seen:
+                continue
+            seen.add(hit.id)
+            rank = len(seen)
+            found.setdefault(hit.id, []).append(
+                LegContribution(
+                    leg=leg,
+                    rank=rank,
+                    weight=weight,
+                    contribution=weight / (config.k + rank),
+                    score=hit.score,
+                    similarity=hit.similarity,
+                    matched_terms=hit.matched_terms,
+                    chunk_ids=hit.chunk_ids,
+                )
+            )
+
+    scored: list[tuple[tuple[float, float, int, str], str, float, Explanation]] = []
+    for item_id, contributions in found.items():
+        score = sum(c.contribution for c in contributions)
+        if score <= 0:
+            continue
+        terms: dict[str, None] = {}
+        for c in contributions:
+            for t in c.matched_terms:
+                terms.setdefault(t, None)
+        similarities = [c.similarity for c in contributions if c.similarity is not None]
+        explanation = Explanation(
+            legs=tuple(contributions),
+            matched_terms=tuple(terms),
+            similarity=max(similarities) if similarities else None,
+            notes=_notes({c.leg for c in contributions if c.contribution > 0}, present),
+        )
+        key = (
+            -_tie_level(score),
+            -max(c.contribution for c in contributions),
+            min(c.rank for c in contributions),
+            item_id,
+        )
+        scored.append((key, item_id, score, explanation))
+    scored.sort(key=lambda entry: entry[0])
+    return FusionResult(
+        results=tuple(
+            FusedResult(id=item_id, score=score, rank=n, explanation=explanation)
+            for n, (_, item_id, score, explanation) in enumerate(scored, start=1)
+        ),
+        absent_legs=tuple(leg for leg in LEGS if leg not in present),
+        k=config.k,
+        weights=MappingProxyType({leg: config.weight(leg) for leg in LEGS}),
+    )

@@ -1,0 +1,1 @@
+"""Hybrid retrieval: the search service, its legs, and retrieval-quality evaluation."""

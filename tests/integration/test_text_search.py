@@ -1,0 +1,424 @@
+"""The full-text legs on both dialects: workspace isolation, live items only, stemming, safe
+handling of hostile query syntax, highlight offsets, and an index that follows every write."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from alembic import command
+from alembic.config import Config
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from relata.bootstrap import Container
+from relata.domain.errors import MissingWorkspace, ValidationError
+from relata.domain.models import Chunk, Item, SourceType, Workspace
+from relata.ids import chunk_id, content_hash, new_id
+from relata.storage.sql import migrate
+from relata.storage.sql.accounts import SqlWorkspaceRepository
+from relata.storage.sql.engine import Database
+from relata.storage.sql.items import SqlChunkRepository, SqlItemRepository
+from relata.storage.sql.tables import items
+from relata.storage.sql.text_search import (
+    MAX_TERMS,
+    SqlTextSearch,
+    fts5_query,
+    marked_spans,
+    query_terms,
+)
+
+NOW = datetime(2026, 5, 1, tzinfo=UTC)
+
+HOSTILE = [
+    '"',
+    '""',
+    '"unbalanced quote',
+    "NEAR(photosynthesis light, 2)",
+    "NEAR(",
+    "photo*",
+    "*",
+    "-photosynthesis",
+    "- - -",
+    "title:photosynthesis",
+    "text : light",
+    ":",
+    "photosynthesis OR",
+    "OR",
+    "AND OR NOT",
+    "photosynthesis AND NOT light",
+    "^light",
+    "(light",
+    "light)",
+    "{title text}: light",
+    "'; DROP TABLE items; --",
+    "\\x00 \x00 nul",
+    'plants\' "light"',
+    "ℌ𝔢𝔩𝔩𝔬 ｌｉｇｈｔ",  # mathematical letters and full-width forms normalise (NFKC)
+    "光合作用 фотосинтез",
+    "\u202e\u200b\ufeff light",
+    "🌱🌞",
+    "\ud800 broken surrogate",
+    "a" * 5000,
+    " ".join(f"w{i}" for i in range(500)),
+    "",
+    "   ",
+    "?!.,;:-*()[]{}",
+]
+
+
+@dataclass
+class Store:
+    db: Database
+    items: SqlItemRepository
+    chunks: SqlChunkRepository
+    search: SqlTextSearch
+    a: str
+    b: str
+
+    def add(
+        self,
+        workspace_id: str,
+        title: str,
+        text: str,
+        *,
+        pieces: Sequence[str] | None = None,
+        source_type: SourceType = SourceType.TEXT,
+        created_at: datetime | None = None,
+    ) -> Item:
+        item = Item(
+            id=new_id(),
+            workspace_id=workspace_id,
+            title=title,
+            source_type=source_type,
+            content_hash=content_hash(new_id()),
+            size_bytes=len(text),
+            ingested_at=NOW,
+            created_at=created_at,
+            text=text,
+        )
+        self.items.create(item)
+        self.set_chunks(item, pieces if pieces is not None else [text])
+        return item
+
+    def set_chunks(self, item: Item, pieces: Sequence[str]) -> list[Chunk]:
+        new = [
+            Chunk(
+                id=chunk_id(item.workspace_id, item.id, i, content_hash(t)),
+                workspace_id=item.workspace_id,
+                item_id=item.id,
+                sequence=i,
+                text=t,
+                content_hash=content_hash(t),
+                start_offset=0,
+                end_offset=len(t),
+            )
+            for i, t in enumerate(pieces)
+        ]
+        self.chunks.replace_for_item(item.workspace_id, item.id, new)
+        return new
+
+
+@pytest.fixture
+def store(db: Database) -> Store:
+    workspaces = SqlWorkspaceRepository(db)
+    a = workspaces.create(Workspace(id=new_id(), slug="a", name="A", created_at=NOW))
+    b = workspaces.create(Workspace(id=new_id(), slug="b", name="B", created_at=NOW))
+    return Store(db, SqlItemRepository(db), SqlChunkRepository(db), SqlTextSearch(db), a.id, b.id)
+
+
+def _ids(hits: Sequence[object]) -> list[str]:
+    return [getattr(h, "id", None) or getattr(h, "chunk_id", "") for h in hits]
+
+
+# ---------------------------------------------------------------------- query building (pure)
+def test_query_terms_keep_words_only_drop_stop_words_and_deduplicate() -> None:
+    assert query_terms('The "Running" OF photo-synthesis: running!') == [
+        "running",
+        "photo",
+        "synthesis",
+    ]
+    assert query_terms("to be or not to be") == ["to", "be", "or", "not"]  # only stop words
+    assert query_terms("?!.,;:-*()") == []
+    assert query_terms("snake_case") == ["snake", "case"]
+
+
+def test_query_terms_are_bounded() -> None:
+    terms = query_terms(" ".join(f"w{i}" for i in range(500)) + " " + "x" * 65)
+    assert len(terms) == MAX_TERMS
+    assert all(len(t) <= 64 for t in terms)
+
+
+@given(st.text(max_size=300))
+def test_fts5_query_is_only_quoted_word_tokens_joined_by_or(raw: str) -> None:
+    query = fts5_query(query_terms(raw))
+    assert query == "" or re.fullmatch(r'"[^\W_]+"( OR "[^\W_]+")*', query)
+
+
+def test_marked_spans_refuse_output_that_is_not_the_text() -> None:
+    assert marked_spans("a \ue000bc\ue001 d", "a bc d") == [(2, 4)]
+    assert marked_spans("a \ue000bc\ue001 d", "a bX d") == []
+    assert marked_spans("\ue000\ue000x\ue001", "x") == []  # not well nested
+
+
+# ---------------------------------------------------------------------- behaviour, both dialects
+def test_items_match_title_and_text_with_title_weighted_higher(store: Store) -> None:
+    in_title = store.add(store.a, "Photosynthesis in plants", "Green leaves capture energy.")
+    in_text = store.add(store.a, "Green leaves", "Photosynthesis in plants captures energy.")
+    store.add(store.a, "Unrelated", "Nothing about that here.")
+    hits = store.search.search_items(store.a, "photosynthesis", limit=10)
+    assert _ids(hits) == [in_title.id, in_text.id]
+    assert [h.rank for h in hits] == [1, 2]
+    assert hits[0].score > hits[1].score
+    assert hits[0].matched_terms == ("photosynthesis",)
+
+
+def test_more_matching_terms_rank_higher(store: Store) -> None:
+    one = store.add(store.a, "Notes", "The light was dim.")
+    both = store.add(store.a, "Notes", "The light drives photosynthesis.")
+    hits = store.search.search_items(store.a, "photosynthesis light", limit=10)
+    assert _ids(hits) == [both.id, one.id]
+
+
+def test_other_workspace_never_leaks_even_on_a_perfect_match(store: Store) -> None:
+    mine = store.add(store.a, "Field notes", "A short remark on chlorophyll.")
+    theirs = store.add(
+        store.b, "Chlorophyll chlorophyll", "Chlorophyll absorbs light: chlorophyll, chlorophyll."
+    )
+    assert _ids(store.search.search_items(store.a, "chlorophyll", limit=10)) == [mine.id]
+    chunk_hits = store.search.search_chunks(store.a, "chlorophyll", limit=10)
+    assert {h.item_id for h in chunk_hits} == {mine.id}
+    # Asking A's search for B's item ids finds nothing either.
+    assert store.search.search_chunks(store.a, "chlorophyll", limit=10, item_ids=[theirs.id]) == []
+    assert _ids(store.search.search_items(store.b, "chlorophyll", limit=10)) == [theirs.id]
+
+
+def test_an_empty_workspace_is_refused(store: Store) -> None:
+    with pytest.raises(MissingWorkspace):
+        store.search.search_items("", "light", limit=5)
+    with pytest.raises(MissingWorkspace):
+        store.search.search_chunks(" ", "light", limit=5)
+
+
+def test_bad_limits_name_the_field(store: Store) -> None:
+    for bad in (0, -1, 1001):
+        with pytest.raises(ValidationError) as err:
+            store.search.search_items(store.a, "light", limit=bad)
+        assert err.value.field == "limit"
+    with pytest.raises(ValidationError) as err:
+        store.search.search_chunks(store.a, "light", limit=5, item_ids=["x"] * 1001)
+    assert err.value.field == "item_ids"
+
+
+def test_deleted_items_are_not_found(store: Store) -> None:
+    gone = store.add(store.a, "Mitochondria", "Mitochondria make ATP.")
+    soft = store.add(store.a, "Mitochondria again", "More on mitochondria.")
+    kept = store.add(store.a, "Cells", "Cells contain mitochondria.")
+    store.items.delete(store.a, gone.id)
+    with store.db.write() as conn:  # a soft delete: the row stays, marked deleted
+        conn.execute(items.update().where(items.c.id == soft.id).values(deleted_at=NOW))
+    assert _ids(store.search.search_items(store.a, "mitochondria", limit=10)) == [kept.id]
+    assert {h.item_id for h in store.search.search_chunks(store.a, "mitochondria", limit=10)} == {
+        kept.id
+    }
+
+
+def test_stemming_matches_other_forms_of_a_word(store: Store) -> None:
+    item = store.add(store.a, "Habits", "She runs every morning.")
+    hits = store.search.search_items(store.a, "running", limit=5)
+    assert _ids(hits) == [item.id]
+    assert hits[0].matched_terms == ("runs",)
+    chunk = store.search.search_chunks(store.a, "running", limit=5)[0]
+    assert chunk.matched_terms == ("runs",)
+
+
+def test_highlights_point_at_every_matched_word(store: Store) -> None:
+    text = "Light matters. Plants need LIGHT; lighting is not light-years.\nphotosynthesis!"
+    item = store.add(store.a, "Light", text)
+    hits = store.search.search_chunks(store.a, "light photosynthesis", limit=5)
+    assert [h.item_id for h in hits] == [item.id]
+    marked = [text[s:e] for s, e in hits[0].highlights]
+    assert [m.lower() for m in marked if m.lower() != "lighting"] == [
+        "light",
+        "light",
+        "light",
+        "photosynthesis",
+    ]
+    assert all(e > s for s, e in hits[0].highlights)
+    assert "light" in hits[0].matched_terms and "photosynthesis" in hits[0].matched_terms
+
+
+def test_unicode_text_is_searchable_and_offsets_count_characters(store: Store) -> None:
+    text = "Ünïcödé 🌱 prefix — naïve café résumé"
+    store.add(store.a, "Accents", text)
+    hit = store.search.search_chunks(store.a, "café", limit=5)[0]
+    assert [text[s:e] for s, e in hit.highlights] == ["café"]
+
+
+def test_hostile_query_syntax_never_errors(store: Store) -> None:
+    """One database per dialect for the whole list: creating one per query is the slow part."""
+    store.add(store.a, "Photosynthesis", "Plants turn light into sugar; w1 w2 aaaa.")
+    for query in HOSTILE:
+        items_found = store.search.search_items(store.a, query, limit=5)
+        chunks_found = store.search.search_chunks(store.a, query, limit=5)
+        if not query_terms(query):
+            assert (items_found, chunks_found) == ([], []), repr(query)
+    assert store.search.search_items(store.a, "light*", limit=5)[0].matched_terms == ("light",)
+
+
+def test_hostile_operators_are_searched_as_words(store: Store) -> None:
+    near = store.add(store.a, "Near the river", "We stood near water.")
+    store.add(store.a, "Other", "Nothing relevant.")
+    assert _ids(store.search.search_items(store.a, "NEAR(", limit=5)) == [near.id]
+    assert _ids(store.search.search_items(store.a, "-river", limit=5)) == [near.id]
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(query=st.text(max_size=80))
+def test_arbitrary_query_text_never_errors(store: Store, query: str) -> None:
+    store.search.search_items(store.a, query, limit=3)
+    store.search.search_chunks(store.a, query, limit=3)
+
+
+def test_filters_by_type_date_and_items(store: Store) -> None:
+    old = store.add(store.a, "Old", "enzyme", created_at=datetime(2020, 1, 1, tzinfo=UTC))
+    new = store.add(
+        store.a,
+        "New",
+        "enzyme",
+        source_type=SourceType.MARKDOWN,
+        created_at=datetime(2025, 1, 1, tzinfo=UTC),
+    )
+    s, cut = store.search, datetime(2024, 1, 1, tzinfo=UTC)
+    assert _ids(s.search_items(store.a, "enzyme", limit=5, source_type="markdown")) == [new.id]
+    assert _ids(s.search_items(store.a, "enzyme", limit=5, created_from=cut)) == [new.id]
+    assert _ids(s.search_items(store.a, "enzyme", limit=5, created_to=cut)) == [old.id]
+    assert {h.item_id for h in s.search_chunks(store.a, "enzyme", limit=5, item_ids=[old.id])} == {
+        old.id
+    }
+    assert s.search_chunks(store.a, "enzyme", limit=5, item_ids=[]) == []
+
+
+def test_limit_and_ranks(store: Store) -> None:
+    for n in range(5):
+        store.add(store.a, f"Doc {n}", "protein " * (n + 1) + "filler " * 10)
+    hits = store.search.search_items(store.a, "protein", limit=3)
+    assert [h.rank for h in hits] == [1, 2, 3]
+    assert hits[0].score >= hits[1].score >= hits[2].score
+    chunk_hits = store.search.search_chunks(store.a, "protein", limit=2)
+    assert [h.rank for h in chunk_hits] == [1, 2]
+
+
+def test_index_follows_text_title_chunk_updates_and_deletes(store: Store) -> None:
+    item = store.add(store.a, "Alpha", "original wording", pieces=["original wording"])
+    s = store.search
+    store.items.set_text(store.a, item.id, "revised phrasing")
+    assert s.search_items(store.a, "original", limit=5) == []
+    assert _ids(s.search_items(store.a, "revised", limit=5)) == [item.id]
+    with store.db.write() as conn:
+        conn.execute(items.update().where(items.c.id == item.id).values(title="Omega"))
+    assert s.search_items(store.a, "alpha", limit=5) == []
+    assert _ids(s.search_items(store.a, "omega", limit=5)) == [item.id]
+    # Reprocessing replaces the chunks: the old generation disappears from the index.
+    assert [h.item_id for h in s.search_chunks(store.a, "original", limit=5)] == [item.id]
+    new = store.set_chunks(item, ["revised", "phrasing"])
+    assert s.search_chunks(store.a, "original", limit=5) == []
+    assert [h.chunk_id for h in s.search_chunks(store.a, "phrasing", limit=5)] == [new[1].id]
+    # Deleting the item cascades to its chunks, and the triggers follow the cascade.
+    store.items.delete(store.a, item.id)
+    assert s.search_items(store.a, "omega revised", limit=5) == []
+    assert s.search_chunks(store.a, "revised phrasing", limit=5) == []
+    if store.db.dialect == "sqlite":
+        with store.db.write() as conn:  # FTS5 checks the index against the tables
+            for table in ("items_fts", "chunks_fts"):
+                conn.exec_driver_sql(
+                    f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)"
+                )
+    store.search.rebuild()  # idempotent on both dialects
+
+
+def _alembic(db: Database) -> tuple[Config, sa.Connection]:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(Path(migrate.__file__).parent / "migrations"))
+    conn = db.engine.connect()
+    cfg.attributes["connection"] = conn
+    return cfg, conn
+
+
+def test_migration_indexes_existing_rows_and_downgrades_cleanly(database_url: str) -> None:
+    db = Database.from_url(database_url)
+    try:
+        migrate.upgrade(db, "0001")
+        ws = SqlWorkspaceRepository(db).create(
+            Workspace(id=new_id(), slug="w", name="W", created_at=NOW)
+        )
+        repos = (SqlItemRepository(db), SqlChunkRepository(db), SqlTextSearch(db))
+        seeded = Store(db, *repos, ws.id, ws.id)
+        before = seeded.add(ws.id, "Ribosome", "Ribosomes translate messenger RNA.")
+        migrate.upgrade(db)
+        assert _ids(seeded.search.search_items(ws.id, "ribosome", limit=5)) == [before.id]
+        assert [h.item_id for h in seeded.search.search_chunks(ws.id, "rna", limit=5)] == [
+            before.id
+        ]
+        cfg, conn = _alembic(db)
+        with conn:
+            command.downgrade(cfg, "0001")
+            conn.commit()
+        names = set(sa.inspect(db.engine).get_table_names())
+        assert not {"items_fts", "chunks_fts"} & names
+        columns = {c["name"] for c in sa.inspect(db.engine).get_columns("items")}
+        assert "search_vector" not in columns
+        migrate.upgrade(db)  # and back up again, re-indexing what is there
+        assert _ids(seeded.search.search_items(ws.id, "ribosome", limit=5)) == [before.id]
+    finally:
+        db.dispose()
+
+
+def test_container_exposes_text_search(container: Container) -> None:
+    ws = container.workspaces.resolve()
+    store = Store(
+        container.db,
+        container.repos.items,
+        container.repos.chunks,
+        SqlTextSearch(container.db),
+        ws.id,
+        ws.id,
+    )
+    item = store.add(ws.id, "Wiring", "The container builds the text search.")
+    assert _ids(container.text_search.search_items(ws.id, "wiring", limit=5)) == [item.id]
+
+
+def test_sqlite_plan_is_driven_by_the_fts_index(tmp_path: Path) -> None:
+    """Guards the query shape (see _sqlite_items): FTS5 scans and sorts by rank, items are
+    reached by point lookups. A join driven from the workspace index probes FTS per item."""
+    db = Database.from_url(f"sqlite:///{tmp_path / 'plan.db'}")
+    statements: list[tuple[str, object]] = []
+
+    def capture(_c: object, _cur: object, sql: str, params: object, *_: object) -> None:
+        if "_fts" in sql and not sql.startswith("EXPLAIN"):
+            statements.append((sql, params))
+
+    try:
+        migrate.upgrade(db)
+        sa.event.listen(db.engine, "before_cursor_execute", capture)
+        search = SqlTextSearch(db)
+        search.search_items(new_id(), "light", limit=5)
+        search.search_chunks(new_id(), "light", limit=5)
+        assert len(statements) == 2
+        with db.read() as conn:
+            for sql, params in statements:
+                plan = [r[3] for r in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}", params)]
+                assert re.match(r"SCAN (items|chunks)_fts VIRTUAL TABLE", plan[0]), plan
+                assert not any("TEMP B-TREE" in step for step in plan), plan  # FTS5 sorts
+                lookups = [step for step in plan if step.startswith("SEARCH")]
+                # Only point lookups (a chunk's row, then its item by primary key).
+                assert lookups and all(re.search(r"\((rowid|id)=\?\)$", x) for x in lookups), plan
+    finally:
+        db.dispose()
