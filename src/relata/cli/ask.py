@@ -1,0 +1,77 @@
+"""``relata ask "question"``: a cited answer from the command line, through the API's service.
+
+Prints the answer and the sources it cites, or why the answer is unavailable (no model
+configured, no matching source, a rejected reply), followed by every retrieved source. Exit
+code 0 in both cases; 1 when the model provider failed or the input is invalid.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, TextIO
+
+from relata.api.v1.answers import to_out
+from relata.cli.common import open_container
+from relata.search.answers import DEFAULT_LIMIT, MAX_LIMIT, Answer
+
+_SNIPPET_CHARS = 200
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "ask",
+        help="answer a question from a workspace, citing its sources",
+        description="Search the workspace for the question and ask the configured language "
+        "model (RELATA_AI_PROVIDER) to answer from the retrieved excerpts only. Without a "
+        "model, or when the reply is rejected, the sources are still printed with the reason.",
+    )
+    p.add_argument("question", help="what to ask")
+    p.add_argument("--workspace", metavar="SLUG", help="default: RELATA_DEFAULT_WORKSPACE")
+    p.add_argument(
+        "--limit",
+        type=int,
+        default=DEFAULT_LIMIT,
+        metavar="N",
+        help=f"sources to answer from (1-{MAX_LIMIT}, default {DEFAULT_LIMIT})",
+    )
+    p.add_argument("--json", action="store_true", help="print the API's JSON response")
+    p.set_defaults(handler=_ask)
+
+
+def _ask(args: argparse.Namespace) -> int:
+    with open_container(log=False) as c:
+        ws = c.workspaces.resolve(args.workspace)
+        ans = c.answers.answer(ws.id, args.question, limit=args.limit)
+    if args.json:
+        print(json.dumps(to_out(ans).model_dump(mode="json"), ensure_ascii=False, indent=2))
+    else:
+        print_answer(ans, sys.stdout)
+    return 0
+
+
+def print_answer(ans: Answer, out: TextIO) -> None:
+    if ans.status == "ok":
+        print(ans.answer, file=out)
+        print("\ncited:", file=out)
+        for s in ans.citations:
+            print(f"  [{s.ref}] {s.title}", file=out)
+        if ans.dropped_citations:
+            print(
+                f"note: {ans.dropped_citations} citation(s) named no supplied source "
+                "and were dropped",
+                file=out,
+            )
+    else:
+        print(f"answer unavailable ({ans.reason}): {ans.message}", file=out)
+    if not ans.sources:
+        print("\nno sources", file=out)
+        return
+    print(f"\nsources ({len(ans.sources)}):", file=out)
+    for s in ans.sources:
+        snippet = " ".join(s.excerpt.split())
+        if len(snippet) > _SNIPPET_CHARS:
+            snippet = snippet[:_SNIPPET_CHARS] + " ..."
+        print(f"  [{s.ref}] {s.title}  item={s.item_id}  score={s.score:.4f}", file=out)
+        print(f"       {snippet}", file=out)

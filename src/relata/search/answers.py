@@ -1,0 +1,276 @@
+"""Cited answers: retrieve with search, ask the model about what was retrieved, resolve citations.
+
+``AnswerService.answer`` is the use case behind ``POST /api/v1/answers`` and ``relata ask``
+(docs/decisions/0012-cited-answers.md):
+
+1. The question is searched with the hybrid search service (``limit`` results, 1-20, default 5).
+   Each result's best excerpt is taken first, then the second-best ones while room remains, up
+   to ``limit`` sources in all. Each source gets a short stable reference, ``S1``, ``S2``, ...
+   in rank order, mapped to its item and chunk. The excerpt the model reads is exactly the
+   excerpt the response shows.
+2. No model (``AnalysisDisabled``) or no source: the result is ``unavailable``
+   (``analysis_disabled`` / ``no_sources``) and the model is not called.
+3. Otherwise ``AnalysisService.answer`` builds the prompt (instructions only in the system
+   message; every excerpt in a block bounded by a per-request random token the content cannot
+   forge), calls the model and judges the reply: citations are resolved against the supplied
+   references, fabricated ones dropped and counted, and an invalid or degenerate reply becomes
+   ``unavailable`` with its reason. Either way the sources are returned.
+4. Only a transport failure fails the request, converted here into one of two errors whose
+   class picks the status in ``api/errors.py``: ``ModelProviderFailed`` (a ``Permanent``, 502)
+   when the provider answered with an error (a refusal, or 5xx / malformed replies until the
+   retries ran out), ``ModelProviderUnavailable`` (an ``Unavailable``, 503) when it could not be
+   reached or said it was overloaded (429 / 503).
+
+Logs carry counts, status and reason only: never the question, an excerpt, the prompt or the
+answer.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from relata.analysis.errors import AnalysisDisabled
+from relata.analysis.service import AnalysisService
+from relata.domain.cancel import Cancel
+from relata.domain.errors import Permanent, RelataError, Unavailable, ValidationError
+from relata.providers.retry import MalformedResponse, RetriesExhausted, StatusError
+from relata.search.service import MAX_QUERY_CHARS, SearchQuery, SearchResult, SearchService
+
+log = logging.getLogger(__name__)
+
+DEFAULT_LIMIT: Final = 5
+MAX_LIMIT: Final = 20
+# The question is also the search query, so it has the query's bound.
+MAX_QUESTION_CHARS: Final = MAX_QUERY_CHARS
+
+ANALYSIS_DISABLED: Final = "analysis_disabled"
+NO_SOURCES: Final = "no_sources"
+INSUFFICIENT_EVIDENCE: Final = "insufficient_evidence"
+
+_MESSAGES: Final[dict[str, str]] = {
+    NO_SOURCES: "no source in this workspace matches the question, so there is nothing to "
+    "answer from",
+    INSUFFICIENT_EVIDENCE: "the model judged the retrieved sources insufficient to answer the "
+    "question",
+    "degenerate_content": "the model returned an empty or placeholder answer, which is not shown",
+    "no_valid_citations": "the model's answer cited none of the supplied sources, so it is not "
+    "shown",
+}
+_OVERLOADED_STATUSES: Final = frozenset({429, 503})
+
+
+class ModelProviderFailed(Permanent):
+    """The language-model provider answered the request with an error (HTTP 502)."""
+
+    code = "model_provider_failed"
+
+
+class ModelProviderUnavailable(Unavailable):
+    """The language-model provider could not be reached or is overloaded (HTTP 503)."""
+
+    code = "model_provider_unavailable"
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """One retrieved excerpt as supplied to the model under ``ref``."""
+
+    ref: str
+    item_id: str
+    chunk_id: str
+    title: str
+    excerpt: str
+    score: float  # the item's fused search score
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """``ok``: ``answer`` with ``citations`` (a subset of ``sources``). ``unavailable``:
+    ``answer`` is None and ``reason`` / ``message`` say why. ``sources`` are always there."""
+
+    question: str
+    status: Literal["ok", "unavailable"]
+    answer: str | None
+    reason: str | None
+    message: str | None
+    citations: tuple[Source, ...]
+    dropped_citations: int
+    sources: tuple[Source, ...]
+
+
+class AnswerService:
+    def __init__(self, search: SearchService, analysis: AnalysisService) -> None:
+        self._search = search
+        self._analysis = analysis
+
+    def answer(
+        self,
+        workspace_id: str,
+        question: str,
+        *,
+        limit: int = DEFAULT_LIMIT,
+        cancel: Cancel | None = None,
+    ) -> Answer:
+        """Answer ``question`` from the workspace's sources (see the module docstring)."""
+        q = check_question(question)
+        check_limit(limit)
+        cancel = cancel or Cancel.never()
+        start = time.monotonic()
+        sources = self.retrieve(workspace_id, q, limit, cancel)
+        result = self._answer(q, sources, cancel)
+        log.info(
+            "answer finished",
+            extra={
+                "fields": {
+                    "workspace_id": workspace_id,
+                    "sources": len(sources),
+                    "status": result.status,
+                    "reason": result.reason,
+                    "citations": len(result.citations),
+                    "dropped_citations": result.dropped_citations,
+                    "elapsed_ms": round((time.monotonic() - start) * 1000, 1),
+                }
+            },
+        )
+        return result
+
+    def retrieve(
+        self, workspace_id: str, question: str, limit: int, cancel: Cancel
+    ) -> tuple[Source, ...]:
+        """Up to ``limit`` excerpts of the top ``limit`` results, numbered ``S1..`` by rank."""
+        query = SearchQuery(text=question, limit=limit)
+        response = self._search.search(workspace_id, query, cancel)
+        return select_sources(response.results, limit)
+
+    def _answer(self, question: str, sources: tuple[Source, ...], cancel: Cancel) -> Answer:
+        if not self._analysis.enabled:
+            reason = self._analysis.disabled_reason
+            return _unavailable(question, sources, ANALYSIS_DISABLED, reason)
+        if not sources:
+            return _unavailable(question, sources, NO_SOURCES)
+        try:
+            result = self._analysis.answer(
+                question, [(s.ref, s.title, s.excerpt) for s in sources], cancel
+            )
+        except AnalysisDisabled as exc:
+            return _unavailable(question, sources, ANALYSIS_DISABLED, exc.message)
+        except (Unavailable, Permanent) as exc:
+            raise provider_failure(exc) from exc
+        if result.status != "ok":
+            reason = result.reason or INSUFFICIENT_EVIDENCE
+            return _unavailable(
+                question, sources, reason, dropped_citations=result.dropped_citations
+            )
+        by_ref = {s.ref: s for s in sources}
+        return Answer(
+            question=question,
+            status="ok",
+            answer=result.answer,
+            reason=None,
+            message=None,
+            citations=tuple(by_ref[r] for r in result.citations),
+            dropped_citations=result.dropped_citations,
+            sources=sources,
+        )
+
+
+def check_question(question: str) -> str:
+    q = (question or "").strip()
+    if not q:
+        raise ValidationError("question must not be empty", field="question")
+    if len(q) > MAX_QUESTION_CHARS:
+        raise ValidationError(
+            f"question must be at most {MAX_QUESTION_CHARS} characters", field="question"
+        )
+    return q
+
+
+def check_limit(limit: int) -> None:
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise ValidationError(f"limit must be between 1 and {MAX_LIMIT}", field="limit")
+
+
+def select_sources(results: Sequence[SearchResult], limit: int) -> tuple[Source, ...]:
+    """Every result's best excerpt first, then the next best ones, up to ``limit`` in all;
+    returned in rank order (then excerpt order) and numbered ``S1``, ``S2``, ..."""
+    picked: list[tuple[int, int, SearchResult]] = []
+    seen: set[str] = set()
+    depth = max((len(r.excerpts) for r in results), default=0)
+    for level in range(depth):
+        for r in results:
+            if len(picked) >= limit:
+                break
+            if level < len(r.excerpts) and r.excerpts[level].chunk_id not in seen:
+                seen.add(r.excerpts[level].chunk_id)
+                picked.append((r.rank, level, r))
+    picked.sort(key=lambda p: (p[0], p[1]))
+    return tuple(
+        Source(
+            ref=f"S{n}",
+            item_id=r.item.id,
+            chunk_id=r.excerpts[level].chunk_id,
+            title=r.item.title,
+            excerpt=r.excerpts[level].text,
+            score=r.score,
+        )
+        for n, (_, level, r) in enumerate(picked, start=1)
+    )
+
+
+def provider_failure(exc: RelataError) -> RelataError:
+    """The error a failed model call becomes: 502 if the provider answered with an error,
+    503 if it could not be reached or was overloaded. Anything else is returned unchanged."""
+    if isinstance(exc, RetriesExhausted):
+        last = exc.last
+        tries = f"after {exc.attempts} attempts"
+        if isinstance(last, StatusError) and last.status in _OVERLOADED_STATUSES:
+            return ModelProviderUnavailable(
+                f"the language model provider is overloaded (HTTP {last.status}) {tries}; "
+                "try again later",
+                retry_after=_seconds(last.retry_after),
+            )
+        if isinstance(last, StatusError | MalformedResponse):
+            return ModelProviderFailed(f"the language model provider failed {tries}: {last}")
+        return ModelProviderUnavailable(
+            f"the language model provider could not be reached {tries}: {last}"
+        )
+    if isinstance(exc, Unavailable):
+        return ModelProviderUnavailable(
+            f"the language model provider is unavailable: {exc.message}",
+            retry_after=exc.retry_after,
+        )
+    if isinstance(exc, Permanent):
+        return ModelProviderFailed(
+            f"the language model provider refused the request: {exc.message}"
+        )
+    return exc
+
+
+def _seconds(value: float | None) -> int | None:
+    return None if value is None else max(0, math.ceil(value))
+
+
+def _unavailable(
+    question: str,
+    sources: tuple[Source, ...],
+    reason: str,
+    message: str | None = None,
+    *,
+    dropped_citations: int = 0,
+) -> Answer:
+    default = f"the model's answer was rejected ({reason}) and is not shown"
+    return Answer(
+        question=question,
+        status="unavailable",
+        answer=None,
+        reason=reason,
+        message=message or _MESSAGES.get(reason, default),
+        citations=(),
+        dropped_citations=dropped_citations,
+        sources=sources,
+    )
