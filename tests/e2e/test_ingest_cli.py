@@ -160,7 +160,8 @@ def test_bench_ingest_reports_rates_as_json_on_the_last_line(
     report = json.loads(r.stdout.strip().splitlines()[-1])
     assert report["items"] == 10 and report["ready"] == 10 and report["finished"] is True
     assert report["chunks"] >= 10 and report["total"]["chunks_per_s"] > 0
-    assert {s: v["runs"] for s, v in report["stages"].items()} == {"parse": 10, "chunk": 10}
+    stages = {s: v["runs"] for s, v in report["stages"].items()}
+    assert stages == {"parse": 10, "chunk": 10, "embed": 10}
     assert report["machine"]["cpus"] >= 1
     # A fresh temporary data dir: nothing was written to the configured one.
     assert not (Path(env["RELATA_DATA_DIR"]) / "relata.db").exists()

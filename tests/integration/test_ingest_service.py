@@ -183,7 +183,7 @@ def test_the_pipeline_parses_chunks_and_records_runs(c: Container) -> None:
     item = c.ingest.ingest(ws, IngestRequest(data=MARKDOWN, filename="notes.md"))
     assert item.status is ItemStatus.PENDING and item.title == "notes.md"
     jobs = drain(c)
-    assert [j.kind for j in jobs] == ["parse_item", "chunk_item"]
+    assert [j.kind for j in jobs] == ["parse_item", "chunk_item", "embed_item"]
     assert all(j.status is JobStatus.SUCCEEDED for j in jobs)
 
     ready = c.repos.items.get(ws, item.id)
@@ -195,7 +195,11 @@ def test_the_pipeline_parses_chunks_and_records_runs(c: Container) -> None:
     for ch in chunks:  # offsets point into the stored text
         assert ready.text is not None and ready.text[ch.start_offset : ch.end_offset] == ch.text
     runs = c.repos.runs.list_for_item(ws, item.id)
-    assert [(r.stage, r.outcome) for r in runs] == [("parse", "succeeded"), ("chunk", "succeeded")]
+    assert [(r.stage, r.outcome) for r in runs] == [
+        ("parse", "succeeded"),
+        ("chunk", "succeeded"),
+        ("embed", "succeeded"),
+    ]
     assert "parser" in runs[0].versions and "chunker" in runs[1].versions
     assert runs[1].details["chunks"] == len(chunks)
 
@@ -221,7 +225,7 @@ def test_reprocessing_keeps_one_generation_of_chunks_with_the_same_ids(c: Contai
     assert [ch.id for ch in after] == [ch.id for ch in before]
     assert c.repos.chunks.count(ws) == len(before)
     runs = c.repos.runs.list_for_item(ws, item.id)
-    assert [r.stage for r in runs] == ["parse", "chunk", "parse", "chunk"]  # runs accumulate
+    assert [r.stage for r in runs] == ["parse", "chunk", "embed"] * 2  # runs accumulate
     assert c.repos.items.get(ws, item.id).status is ItemStatus.READY
 
 
@@ -293,7 +297,7 @@ def test_a_later_stage_joins_after_chunking_without_changing_the_stages(c: Conta
     ws = workspace_id(c)
     item = c.ingest.ingest(ws, IngestRequest(text="One more stage."))
     kinds = [j.kind for j in drain(c)]
-    assert kinds == ["parse_item", "chunk_item", "test_after_chunk"]
+    assert kinds == ["parse_item", "chunk_item", "embed_item", "test_after_chunk"]
     assert seen == [{"item_id": item.id, "generation": 1}]
     with pytest.raises(ValueError):
         c.pipeline.add_after_chunk("test_after_chunk")
@@ -304,4 +308,4 @@ def test_workers_finish_items_under_way_before_starting_new_ones(c: Container) -
     for i in range(3):
         c.ingest.ingest(ws, IngestRequest(text=f"Document number {i}."))
     kinds = [j.kind for j in drain(c)]
-    assert kinds == ["parse_item", "chunk_item"] * 3
+    assert kinds == ["parse_item", "chunk_item", "embed_item"] * 3

@@ -76,7 +76,7 @@ def test_pdf_docx_markdown_and_json_uploads_are_processed_into_chunks(
         detail = client.get(f"/api/v1/items/{item_id}").json()
         assert detail["status"] == "ready", (kind, detail["error"])
         assert detail["chunk_count"] >= 1
-        assert [r["stage"] for r in detail["runs"]] == ["parse", "chunk"]
+        assert [r["stage"] for r in detail["runs"]] == ["parse", "chunk", "embed"]
         assert all(r["outcome"] == "succeeded" for r in detail["runs"])
         assert detail["runs"][0]["versions"]["parser"]
 
@@ -253,6 +253,6 @@ def test_reprocess_adds_runs_and_keeps_the_chunk_ids(client: TestClient, c: Cont
     assert resp.json()["generation"] == 2 and resp.json()["item"]["status"] == "pending"
     drain(c)
     detail = client.get(f"/api/v1/items/{item['id']}").json()
-    assert detail["status"] == "ready" and len(detail["runs"]) == 4
+    assert detail["status"] == "ready" and len(detail["runs"]) == 6
     assert [ch.id for ch in c.repos.chunks.list_for_item(ws, item["id"])] == before
     _error(client.post("/api/v1/items/no-such-item/reprocess"), 404, "not_found")

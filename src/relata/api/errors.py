@@ -17,6 +17,7 @@ from relata.domain.errors import (
     Overloaded,
     Permanent,
     RelataError,
+    TooLarge,
     Unavailable,
     UnsupportedContent,
     ValidationError,
@@ -26,6 +27,7 @@ from relata.observability.context import get_correlation_id
 # Most specific first.
 _STATUS: tuple[tuple[type[RelataError], int], ...] = (
     (UnsupportedContent, 415),
+    (TooLarge, 413),
     (ValidationError, 400),
     (NotFound, 404),
     (DuplicateItem, 409),

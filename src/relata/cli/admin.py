@@ -24,7 +24,21 @@ def register(sub: Any) -> None:
     )
     p.set_defaults(handler=_createadmin)
 
-    p = sub.add_parser("seed", help="create the default workspace (and demo content)")
+    p = sub.add_parser(
+        "seed",
+        help="create the default workspace and add the demo corpus (idempotent)",
+        description="Create the default workspace (RELATA_DEFAULT_WORKSPACE) and ingest a "
+        "small demo corpus (five short documents about a fictional tidal-energy project), "
+        "then process it. Running it again changes nothing.",
+    )
+    p.add_argument("--no-demo", action="store_true", help="only create the workspace")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=300.0,
+        metavar="SECONDS",
+        help="how long to wait for processing (default 300)",
+    )
     p.set_defaults(handler=_seed)
 
     p = sub.add_parser("version", help="print the package version and schema revision")
@@ -72,12 +86,41 @@ def _createadmin(args: argparse.Namespace) -> int:
     return 0
 
 
-def _seed(_: argparse.Namespace) -> int:
+def _seed(args: argparse.Namespace) -> int:
+    from relata.cli.ingest import Progress, failed_items, process
+    from relata.ingest.bulk import BulkIngest, Tally
+    from relata.ingest.service import IngestRequest
+    from relata.observability.logging import configure_logging
+    from relata.seed import demo_documents
+
     with open_container(log=False) as c:
+        configure_logging("error", c.settings.log_format)
         migrate.upgrade(c.db)
         ws, created = c.workspaces.ensure(c.settings.default_workspace, "Default workspace")
-    print(f"workspace {ws.slug!r} " + ("created" if created else "already exists"))
-    return 0
+        print(f"workspace {ws.slug!r} " + ("created" if created else "already exists"))
+        if args.no_demo:
+            return 0
+        tally = Tally()
+        bulk = BulkIngest(c.ingest, ws.id, tally)
+        for doc in demo_documents():
+            request = IngestRequest(data=doc.data, filename=doc.filename, created_at=doc.created_at)
+            bulk.add(doc.filename, request)
+        bulk.flush()
+        if tally.ingested == 0 and not tally.rejected:
+            print(f"demo corpus already there ({tally.duplicates} documents)")
+            return 0
+        print(f"demo corpus: ingested {tally.ingested}, already there {tally.duplicates}")
+        for label, reason in tally.rejected:
+            print(f"rejected: {label}: {reason}", file=sys.stderr)
+        if tally.item_ids:
+            settled = process(c, ws.id, tally, timeout=args.timeout, progress=Progress(sys.stderr))
+            print(f"processed: ready {settled.counts.get('ready', 0)} of {len(tally.item_ids)}")
+            failed = failed_items(c, ws.id, tally)
+            for label, error in failed:
+                print(f"failed: {label}: {error}", file=sys.stderr)
+            if failed:
+                return 1
+    return 1 if tally.rejected else 0
 
 
 def _version(_: argparse.Namespace) -> int:

@@ -40,7 +40,7 @@ def add_retrieval(group: Any) -> None:
 
 
 def _bench_retrieval(args: argparse.Namespace) -> int:
-    from relata.cli.bench import machine  # noqa: PLC0415 - the bench module imports this one
+    from relata.cli.bench import machine
 
     base = settings_or_exit()
     configure_logging("error", base.log_format)

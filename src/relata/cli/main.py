@@ -10,10 +10,10 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from relata.cli import admin, serve
+from relata.cli import admin, ask, bench, ingest, inspect, jobs, reembed, search, serve
 from relata.cli.common import CliError, run_command
 
-_COMMANDS = (serve, admin)
+_COMMANDS = (serve, jobs, ingest, inspect, search, ask, reembed, bench, admin)
 
 
 def build_parser() -> argparse.ArgumentParser:

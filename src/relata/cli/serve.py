@@ -1,12 +1,20 @@
-"""``relata serve`` (HTTP, on the embedded default) and ``relata migrate``."""
+"""``relata serve`` (HTTP plus in-process workers, the embedded default) and ``relata migrate``.
+
+On SIGTERM/SIGINT the HTTP server stops accepting and finishes its requests first; then the
+workers drain, within one overall deadline of ``RELATA_SHUTDOWN_TIMEOUT`` seconds.
+"""
 
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
+import time
+from types import FrameType
 from typing import Any
 
 from relata.cli.common import open_container, settings_or_exit
+from relata.jobs.runner import shutdown_signals
 from relata.storage.sql import migrate
 
 log = logging.getLogger("relata.serve")
@@ -34,6 +42,16 @@ def _serve(_: argparse.Namespace) -> int:
 
     from relata.api.app import create_app
 
+    class _TimedServer(uvicorn.Server):
+        """uvicorn's server, remembering when the first shutdown signal arrived."""
+
+        signalled_at: float | None = None
+
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            if self.signalled_at is None:
+                self.signalled_at = time.monotonic()
+            super().handle_exit(sig, frame)
+
     settings = settings_or_exit()  # a bad value stops start-up here, before anything runs
     with open_container() as c:
         rev = migrate.upgrade(c.db)
@@ -52,5 +70,19 @@ def _serve(_: argparse.Namespace) -> int:
             access_log=False,
             timeout_graceful_shutdown=int(settings.shutdown_timeout),
         )
-        uvicorn.Server(config).run()
+        server = _TimedServer(config)
+        pool = c.worker_pool() if settings.workers > 0 else None
+        # uvicorn restores the previous handlers and re-raises the signal it caught once it
+        # has shut down; ours must be those handlers, so the re-raise cannot end the process
+        # before the workers drain.
+        with shutdown_signals() as sig:
+            if pool is not None:
+                sig.on_repeat = functools.partial(pool.cancel_all, "second shutdown signal")
+                pool.start()
+            try:
+                server.run()
+            finally:
+                if pool is not None:
+                    elapsed = time.monotonic() - (server.signalled_at or time.monotonic())
+                    pool.stop(max(0.0, settings.shutdown_timeout - elapsed))
     return 0

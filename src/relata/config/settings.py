@@ -122,23 +122,424 @@ def _database_url(value: str) -> str:
     return v
 
 
+def _collection_name(value: str) -> str:
+    v = value.strip()
+    if not 1 <= len(v) <= 100 or not all(c.isascii() and (c.isalnum() or c in "_-") for c in v):
+        raise ValueError("not a collection name")
+    return v
+
+
 # ---------------------------------------------------------------- declarations
 SETTINGS: tuple[Setting, ...] = (
-    Setting("RELATA_DATA_DIR", "data_dir", _nonempty, "./data", "a directory path",
-            "Where the SQLite file, stored originals and caches live."),
-    Setting("RELATA_DATABASE_URL", "database_url", _database_url, "",
-            "sqlite:///PATH or postgresql+psycopg://USER@HOST:PORT/DB",
-            "Authoritative store. Empty means a SQLite file `relata.db` in the data dir."),
-    Setting("RELATA_HTTP_ADDR", "http_addr", parse_addr, "127.0.0.1:8080", "host:port",
-            "Address the HTTP server listens on."),
-    Setting("RELATA_LOG_LEVEL", "log_level", _choice("debug", "info", "warning", "error"),
-            "info", "debug, info, warning, error", "Minimum level of log records."),
-    Setting("RELATA_LOG_FORMAT", "log_format", _choice("json", "text"), "json", "json, text",
-            "Log record format: one JSON object per line, or human-readable text."),
-    Setting("RELATA_DEFAULT_WORKSPACE", "default_workspace", _nonempty, "default",
-            "a workspace slug", "Slug of the workspace `relata seed` creates and the CLI uses."),
-    Setting("RELATA_SHUTDOWN_TIMEOUT", "shutdown_timeout", _float(0, 3600), "30",
-            "seconds (0-3600)", "How long in-flight work gets to finish on SIGTERM/SIGINT."),
+    Setting(
+        "RELATA_DATA_DIR",
+        "data_dir",
+        _nonempty,
+        "./data",
+        "a directory path",
+        "Where the SQLite file, stored originals and caches live.",
+    ),
+    Setting(
+        "RELATA_DATABASE_URL",
+        "database_url",
+        _database_url,
+        "",
+        "sqlite:///PATH or postgresql+psycopg://USER@HOST:PORT/DB",
+        "Authoritative store. Empty means a SQLite file `relata.db` in the data dir.",
+    ),
+    Setting(
+        "RELATA_HTTP_ADDR",
+        "http_addr",
+        parse_addr,
+        "127.0.0.1:8080",
+        "host:port",
+        "Address the HTTP server listens on.",
+    ),
+    Setting(
+        "RELATA_LOG_LEVEL",
+        "log_level",
+        _choice("debug", "info", "warning", "error"),
+        "info",
+        "debug, info, warning, error",
+        "Minimum level of log records.",
+    ),
+    Setting(
+        "RELATA_LOG_FORMAT",
+        "log_format",
+        _choice("json", "text"),
+        "json",
+        "json, text",
+        "Log record format: one JSON object per line, or human-readable text.",
+    ),
+    Setting(
+        "RELATA_DEFAULT_WORKSPACE",
+        "default_workspace",
+        _nonempty,
+        "default",
+        "a workspace slug",
+        "Slug of the workspace `relata seed` creates and the CLI uses.",
+    ),
+    Setting(
+        "RELATA_SHUTDOWN_TIMEOUT",
+        "shutdown_timeout",
+        _float(0, 3600),
+        "30",
+        "seconds (0-3600)",
+        "How long in-flight work gets to finish on SIGTERM/SIGINT.",
+    ),
+    Setting(
+        "RELATA_WORKERS",
+        "workers",
+        _int(0, 64),
+        "2",
+        "0-64",
+        "Background worker threads per process (`relata serve` and `relata worker`); "
+        "0 means `relata serve` runs no in-process workers.",
+    ),
+    Setting(
+        "RELATA_AI_CONCURRENCY",
+        "ai_concurrency",
+        _int(1, 64),
+        "2",
+        "1-64",
+        "Concurrent AI calls (embedding and language-model requests) per process, "
+        "independent of the worker count.",
+    ),
+    Setting(
+        "RELATA_JOB_MAX_ATTEMPTS",
+        "job_max_attempts",
+        _int(1, 100),
+        "5",
+        "1-100",
+        "Attempt budget of a background job; transient failures retry until it is spent.",
+    ),
+    Setting(
+        "RELATA_JOB_LEASE_SECONDS",
+        "job_lease_seconds",
+        _float(0.5, 3600),
+        "60",
+        "seconds (0.5-3600)",
+        "How long a claimed job stays leased without a heartbeat; a dead worker's job "
+        "returns to the queue this long after its last heartbeat.",
+    ),
+    Setting(
+        "RELATA_JOB_POLL_SECONDS",
+        "job_poll_seconds",
+        _float(0.01, 60),
+        "1",
+        "seconds (0.01-60)",
+        "How often an idle worker looks for due jobs.",
+    ),
+    Setting(
+        "RELATA_JOB_BACKOFF_SECONDS",
+        "job_backoff_seconds",
+        _float(0.01, 3600),
+        "2",
+        "seconds (0.01-3600)",
+        "Base delay of the exponential retry backoff (full jitter) for transient failures.",
+    ),
+    Setting(
+        "RELATA_JOB_BACKOFF_MAX_SECONDS",
+        "job_backoff_max_seconds",
+        _float(0.01, 86400),
+        "300",
+        "seconds (0.01-86400)",
+        "Upper bound of one retry delay.",
+    ),
+    Setting(
+        "RELATA_INGEST_CONCURRENCY",
+        "ingest_concurrency",
+        _int(1, 256),
+        "4",
+        "1-256",
+        "Ingestions (uploads being received, checked and stored) in progress at once per "
+        "process; one more is refused with 503 and Retry-After instead of queueing in memory.",
+    ),
+    # Parsing and chunking (docs/decisions/0005-content-sniffing-and-chunking.md).
+    Setting(
+        "RELATA_MAX_UPLOAD_BYTES",
+        "max_upload_bytes",
+        _int(1024, 1 << 30),
+        "52428800",
+        "bytes (1024-1073741824)",
+        "Largest accepted upload or ingested file (default 50 MiB); a larger one is refused.",
+    ),
+    Setting(
+        "RELATA_PARSE_MAX_PDF_PAGES",
+        "parse_max_pdf_pages",
+        _int(1, 100_000),
+        "1000",
+        "1-100000",
+        "A PDF with more pages is rejected with a clear error (never silently truncated).",
+    ),
+    Setting(
+        "RELATA_PARSE_MAX_CHARS",
+        "parse_max_chars",
+        _int(1000, 200_000_000),
+        "10000000",
+        "1000-200000000",
+        "A document whose extracted text is longer than this many characters is rejected.",
+    ),
+    Setting(
+        "RELATA_PARSE_TIMEOUT",
+        "parse_timeout",
+        _float(1, 3600),
+        "120",
+        "seconds (1-3600)",
+        "Wall-clock bound of parsing one document, checked between pages and paragraphs.",
+    ),
+    Setting(
+        "RELATA_CHUNK_TARGET_CHARS",
+        "chunk_target_chars",
+        _int(100, 20_000),
+        "1000",
+        "characters (100-20000)",
+        "Largest chunk, in characters; sections longer than this are split at paragraph, "
+        "then sentence boundaries into balanced chunks. Suits all-MiniLM-L6-v2 (256 tokens).",
+    ),
+    Setting(
+        "RELATA_CHUNK_OVERLAP_CHARS",
+        "chunk_overlap_chars",
+        _int(0, 5000),
+        "200",
+        "characters (0-5000)",
+        "Text repeated from the end of one chunk at the start of the next (whole sentences, "
+        "at most this many characters; never across sections).",
+    ),
+    # AI providers (shared by the embedders and the language-model analysers).
+    Setting(
+        "RELATA_OLLAMA_URL",
+        "ollama_url",
+        _url("http", "https"),
+        "http://127.0.0.1:11434",
+        "an http(s) URL",
+        "Base URL of the Ollama server (without /api).",
+    ),
+    Setting(
+        "RELATA_OPENAI_BASE_URL",
+        "openai_base_url",
+        _url("http", "https"),
+        "https://api.openai.com/v1",
+        "an http(s) URL including /v1",
+        "Base URL of an OpenAI-compatible API; `/embeddings` and `/chat/completions` are "
+        "appended to it.",
+    ),
+    Setting(
+        "RELATA_OPENAI_API_KEY",
+        "openai_api_key",
+        _str,
+        "",
+        "a key, or empty",
+        "Bearer key for the OpenAI-compatible API; sent only when set, never logged.",
+    ),
+    # Embeddings.
+    Setting(
+        "RELATA_EMBEDDING_PROVIDER",
+        "embedding_provider",
+        _choice("local", "ollama", "openai", "none"),
+        "local",
+        "local, ollama, openai, none",
+        "Who computes embeddings: `local` (in-process ONNX model, offline), `ollama`, "
+        "`openai` (any OpenAI-compatible server), or `none` (no vectors; search without "
+        "meaning-based matching).",
+    ),
+    Setting(
+        "RELATA_EMBEDDING_MODEL",
+        "embedding_model",
+        _str,
+        "",
+        "a model name, or empty",
+        "Embedding model. Empty means the provider's default: all-MiniLM-L6-v2 (local), "
+        "nomic-embed-text (ollama), text-embedding-3-small (openai).",
+    ),
+    Setting(
+        "RELATA_EMBEDDING_DIMENSIONS",
+        "embedding_dimensions",
+        _int(0, 65536),
+        "0",
+        "0-65536",
+        "Vector width. 0 means the model's known width; required for a model "
+        "Relata does not know. A provider answering with another width is refused.",
+    ),
+    Setting(
+        "RELATA_EMBEDDING_MODEL_DIR",
+        "embedding_model_dir",
+        _str,
+        "",
+        "a directory path, or empty",
+        "For `local`: a directory with `model.onnx` and `tokenizer.json` of another "
+        "sentence-embedding model. Empty means the bundled all-MiniLM-L6-v2 (int8).",
+    ),
+    Setting(
+        "RELATA_EMBEDDING_BATCH_SIZE",
+        "embedding_batch_size",
+        _int(1, 2048),
+        "32",
+        "1-2048",
+        "Texts per embedding call (per ONNX run, or per HTTP request).",
+    ),
+    Setting(
+        "RELATA_EMBEDDING_THREADS",
+        "embedding_threads",
+        _int(0, 256),
+        "0",
+        "0-256",
+        "onnxruntime intra-op threads for `local`; 0 lets onnxruntime choose (one per core).",
+    ),
+    Setting(
+        "RELATA_EMBEDDING_TIMEOUT",
+        "embedding_timeout",
+        _float(0.1, 3600),
+        "60",
+        "seconds (0.1-3600)",
+        "Upper bound of one embedding HTTP request (all of it).",
+    ),
+    Setting(
+        "RELATA_REEMBED_BATCH_SIZE",
+        "reembed_batch_size",
+        _int(1, 10000),
+        "256",
+        "1-10000",
+        "Chunks one re-embed job embeds before re-enqueuing itself for the rest, so no "
+        "lease is held for long (`relata reembed`).",
+    ),
+    # Vector store (docs/decisions/0008-vector-stores.md).
+    Setting(
+        "RELATA_VECTOR_STORE",
+        "vector_store",
+        _choice("sqlite-vec", "qdrant"),
+        "sqlite-vec",
+        "sqlite-vec, qdrant",
+        "Where vectors live: `sqlite-vec` (embedded: in the SQLite database, or in "
+        "`vectors.db` in the data dir when RELATA_DATABASE_URL is PostgreSQL) or `qdrant`.",
+    ),
+    Setting(
+        "RELATA_QDRANT_URL",
+        "qdrant_url",
+        _url("http", "https"),
+        "",
+        "an http(s) URL, or empty",
+        "Qdrant server for `qdrant`. Empty means qdrant-client's local mode in "
+        "`qdrant/` under the data dir (one process only; for development and tests).",
+    ),
+    Setting(
+        "RELATA_QDRANT_API_KEY",
+        "qdrant_api_key",
+        _str,
+        "",
+        "a key, or empty",
+        "API key of the Qdrant server; sent only when set, never logged.",
+    ),
+    Setting(
+        "RELATA_QDRANT_COLLECTION",
+        "qdrant_collection",
+        _collection_name,
+        "relata_chunks",
+        "letters, digits, _ and - (1-100)",
+        "Qdrant collection name prefix; the vector width is appended "
+        "(`relata_chunks_384`), so a width change starts a fresh collection.",
+    ),
+    Setting(
+        "RELATA_QDRANT_TIMEOUT",
+        "qdrant_timeout",
+        _int(1, 600),
+        "10",
+        "seconds (1-600)",
+        "Upper bound of one Qdrant request.",
+    ),
+    # Language-model analysis (docs/decisions/0007-invalid-model-output.md).
+    Setting(
+        "RELATA_ANALYSIS_ENABLED",
+        "analysis_enabled",
+        _bool,
+        "true",
+        "true, false",
+        "Model-assisted analysis and generated answers. `false`, or no `RELATA_AI_PROVIDER`, "
+        "disables them: everything else keeps working and answers report `unavailable`.",
+    ),
+    Setting(
+        "RELATA_AI_PROVIDER",
+        "ai_provider",
+        _choice("", "none", "ollama", "openai"),
+        "",
+        "ollama, openai, none (or empty)",
+        "Language-model provider: `ollama` (RELATA_OLLAMA_URL) or `openai` (any "
+        "OpenAI-compatible server at RELATA_OPENAI_BASE_URL). Empty or `none`: no model.",
+    ),
+    Setting(
+        "RELATA_AI_MODEL",
+        "ai_model",
+        _str,
+        "",
+        "a model name",
+        "Language model to call; required when RELATA_AI_PROVIDER is set.",
+    ),
+    Setting(
+        "RELATA_AI_TIMEOUT",
+        "ai_timeout",
+        _float(0.1, 3600),
+        "120",
+        "seconds (0.1-3600)",
+        "Upper bound of one language-model HTTP request (all of it).",
+    ),
+    Setting(
+        "RELATA_AI_MAX_TOKENS",
+        "ai_max_tokens",
+        _int(16, 32768),
+        "1024",
+        "16-32768",
+        "Token ceiling of one language-model reply.",
+    ),
+    # Hybrid search fusion (docs/decisions/0009-full-text-and-rank-fusion.md).
+    Setting(
+        "RELATA_RRF_K",
+        "rrf_k",
+        _int(1, 1000),
+        "60",
+        "1-1000",
+        "Reciprocal-rank fusion constant: a result at rank r of a leg scores weight/(k + r). "
+        "Larger k flattens the gap between top and lower ranks; 60 is the published default.",
+    ),
+    Setting(
+        "RELATA_SEARCH_WEIGHT_TEXT",
+        "search_weight_text",
+        _float(0, 10),
+        "1.0",
+        "0-10",
+        "Fusion weight of the item full-text leg (BM25 over title and text); 0 turns it off.",
+    ),
+    Setting(
+        "RELATA_SEARCH_WEIGHT_CHUNK_TEXT",
+        "search_weight_chunk_text",
+        _float(0, 10),
+        "0.5",
+        "0-10",
+        "Fusion weight of the chunk full-text leg (passage-level; also gives the excerpts).",
+    ),
+    Setting(
+        "RELATA_SEARCH_WEIGHT_VECTOR",
+        "search_weight_vector",
+        _float(0, 10),
+        "1.0",
+        "0-10",
+        "Fusion weight of the vector (meaning) leg.",
+    ),
+    Setting(
+        "RELATA_SEARCH_WEIGHT_ENTITY",
+        "search_weight_entity",
+        _float(0, 10),
+        "0.5",
+        "0-10",
+        "Fusion weight of the entity-match leg.",
+    ),
+    Setting(
+        "RELATA_SEARCH_WEIGHT_RELATIONSHIP",
+        "search_weight_relationship",
+        _float(0, 10),
+        "0.25",
+        "0-10",
+        "Fusion weight of relationship expansion (items linked to other results).",
+    ),
 )
 
 
@@ -151,6 +552,47 @@ class Settings:
     log_format: str = "json"
     default_workspace: str = "default"
     shutdown_timeout: float = 30.0
+    workers: int = 2
+    ai_concurrency: int = 2
+    job_max_attempts: int = 5
+    job_lease_seconds: float = 60.0
+    job_poll_seconds: float = 1.0
+    job_backoff_seconds: float = 2.0
+    job_backoff_max_seconds: float = 300.0
+    ingest_concurrency: int = 4
+    max_upload_bytes: int = 52_428_800
+    parse_max_pdf_pages: int = 1000
+    parse_max_chars: int = 10_000_000
+    parse_timeout: float = 120.0
+    chunk_target_chars: int = 1000
+    chunk_overlap_chars: int = 200
+    ollama_url: str = "http://127.0.0.1:11434"
+    openai_base_url: str = "https://api.openai.com/v1"
+    openai_api_key: str = dataclasses.field(default="", repr=False)
+    embedding_provider: str = "local"
+    embedding_model: str = ""
+    embedding_dimensions: int = 0
+    embedding_model_dir: str = ""
+    embedding_batch_size: int = 32
+    embedding_threads: int = 0
+    embedding_timeout: float = 60.0
+    reembed_batch_size: int = 256
+    vector_store: str = "sqlite-vec"
+    qdrant_url: str = ""
+    qdrant_api_key: str = dataclasses.field(default="", repr=False)
+    qdrant_collection: str = "relata_chunks"
+    qdrant_timeout: int = 10
+    analysis_enabled: bool = True
+    ai_provider: str = ""
+    ai_model: str = ""
+    ai_timeout: float = 120.0
+    ai_max_tokens: int = 1024
+    rrf_k: int = 60
+    search_weight_text: float = 1.0
+    search_weight_chunk_text: float = 0.5
+    search_weight_vector: float = 1.0
+    search_weight_entity: float = 0.5
+    search_weight_relationship: float = 0.25
 
     @property
     def data_path(self) -> Path:

@@ -7,7 +7,8 @@ chosen in exactly one place, ``relata.api.errors``.
     RelataError
     ├── ConfigError              a setting has a bad value (start-up stops)
     ├── ValidationError          caller input is wrong; names the field
-    │   └── UnsupportedContent   upload content type rejected (415)
+    │   ├── UnsupportedContent   upload content type rejected (415)
+    │   └── TooLarge             upload over RELATA_MAX_UPLOAD_BYTES (413)
     ├── NotFound                 missing, or in another workspace (indistinguishable)
     ├── Conflict
     │   ├── DuplicateItem        same bytes already live in the workspace
@@ -48,6 +49,12 @@ class ValidationError(RelataError):
 
 class UnsupportedContent(ValidationError):
     code = "unsupported_content"
+
+
+class TooLarge(ValidationError):
+    """The request body or upload is over a size limit; the message names the limit."""
+
+    code = "too_large"
 
 
 class NotFound(RelataError):

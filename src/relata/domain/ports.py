@@ -7,10 +7,13 @@ reported exactly like a missing one (``NotFound``).
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol, runtime_checkable
 
+from relata.domain.cancel import Cancel
 from relata.domain.models import (
     AuditEvent,
     Chunk,
@@ -18,6 +21,8 @@ from relata.domain.models import (
     Entity,
     Item,
     ItemStatus,
+    Job,
+    JobStatus,
     ModelVersion,
     ProcessingRun,
     Relationship,
@@ -48,9 +53,15 @@ class UserRepository(Protocol):
 
 class ItemRepository(Protocol):
     def create(self, item: Item) -> Item: ...
+    def create_many(self, items: Sequence[Item]) -> None: ...
     def get(self, workspace_id: str, item_id: str) -> Item: ...
-    def get_many(self, workspace_id: str, item_ids: Sequence[str]) -> list[Item]: ...
+    def get_many(
+        self, workspace_id: str, item_ids: Sequence[str], *, with_text: bool = True
+    ) -> list[Item]: ...
     def find_by_content_hash(self, workspace_id: str, content_hash: str) -> Item | None: ...
+    def find_by_content_hashes(
+        self, workspace_id: str, content_hashes: Sequence[str]
+    ) -> dict[str, str]: ...
     def list(
         self,
         workspace_id: str,
@@ -66,15 +77,84 @@ class ItemRepository(Protocol):
         self, workspace_id: str, item_id: str, status: ItemStatus, *, error: str | None = None
     ) -> None: ...
     def set_text(self, workspace_id: str, item_id: str, text: str) -> None: ...
+    def set_parsed(
+        self,
+        workspace_id: str,
+        item_id: str,
+        *,
+        text: str,
+        structure: dict[str, Any],
+        title: str | None = None,
+        status: ItemStatus = ItemStatus.PROCESSING,
+        run: ProcessingRun | None = None,
+    ) -> None: ...
+    def get_parsed(self, workspace_id: str, item_id: str) -> tuple[Item, dict[str, Any] | None]: ...
+    def status_counts(self, workspace_id: str, item_ids: Sequence[str]) -> dict[str, int]: ...
+    def mark_deleted(self, workspace_id: str, item_id: str) -> Item: ...
     def delete(self, workspace_id: str, item_id: str) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkToEmbed:
+    """A chunk with what its embedding needs from its item: the title (passage context) and
+    the vector payload's ``source_type`` and ``created_at`` (the item's own date, else the
+    time it was ingested)."""
+
+    chunk: Chunk
+    title: str
+    source_type: str
+    created_at: datetime
 
 
 class ChunkRepository(Protocol):
     def replace_for_item(
-        self, workspace_id: str, item_id: str, chunks: Sequence[Chunk]
+        self,
+        workspace_id: str,
+        item_id: str,
+        chunks: Sequence[Chunk],
+        *,
+        item_status: ItemStatus | None = None,
+        runs: Sequence[ProcessingRun] = (),
     ) -> None: ...
     def list_for_item(self, workspace_id: str, item_id: str) -> list[Chunk]: ...
     def count(self, workspace_id: str) -> int: ...
+    def list_to_embed(self, workspace_id: str, item_id: str) -> list[ChunkToEmbed]:
+        """The live item's chunks in order; ``NotFound`` when the item is gone."""
+        ...
+
+    def list_unembedded(self, workspace_id: str, model: str, *, limit: int) -> list[ChunkToEmbed]:
+        """Up to ``limit`` chunks of live items not yet embedded with ``model``."""
+        ...
+
+    def set_embedding_model(
+        self,
+        workspace_id: str,
+        chunk_ids: Sequence[str],
+        model: str,
+        *,
+        item_id: str | None = None,
+        item_status: ItemStatus | None = None,
+        run: ProcessingRun | None = None,
+    ) -> int:
+        """Stamp the chunks with the model that embedded them; with ``item_id`` (the chunks'
+        item, ``NotFound`` when gone), its new status and the stage's run in the same
+        transaction. Returns how many chunks were stamped."""
+        ...
+
+    def count_by_embedding_model(self, workspace_id: str) -> dict[str | None, int]:
+        """Chunks per ``embedding_model`` (None: not embedded)."""
+        ...
+
+    def clear_embedding_model(self, workspace_id: str) -> int:
+        """Mark every chunk of the workspace as not embedded (before a rebuild)."""
+        ...
+
+    def mark_ready_when_embedded(
+        self, workspace_id: str, item_ids: Sequence[str], model: str, *, error_prefix: str
+    ) -> int:
+        """Mark ``ready`` those of the items that failed with an error starting with
+        ``error_prefix`` and now have every chunk embedded with ``model``."""
+        ...
 
 
 class EntityRepository(Protocol):
@@ -123,3 +203,240 @@ class ModelVersionRepository(Protocol):
 class AuditRepository(Protocol):
     def append(self, event: AuditEvent) -> None: ...
     def list(self, workspace_id: str, *, limit: int) -> list[AuditEvent]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class TextHit:
+    """An item found by full text. ``score``: higher is better, comparable within one result
+    list only; ``rank`` is 1-based; ``matched_terms`` are the document words the index matched
+    (lower-cased), from the title and the best passage of the text."""
+
+    id: str
+    score: float
+    rank: int
+    matched_terms: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkTextHit:
+    """A chunk found by full text. ``highlights`` are ``(start, end)`` offsets (code points,
+    end exclusive) into the chunk's text of every word the index matched."""
+
+    chunk_id: str
+    item_id: str
+    score: float
+    rank: int
+    matched_terms: tuple[str, ...] = ()
+    highlights: tuple[tuple[int, int], ...] = ()
+
+
+class TextSearch(Protocol):
+    """Full-text legs of search. Always workspace-filtered (``MissingWorkspace`` on an empty
+    one), live items only; a query with no words returns ``[]``; user query syntax is never
+    interpreted (terms are ORed). ``item_ids=[]`` matches nothing, ``None`` means no filter."""
+
+    def search_items(
+        self,
+        workspace_id: str,
+        query: str,
+        *,
+        limit: int,
+        source_type: str | None = None,
+        created_from: datetime | None = None,
+        created_to: datetime | None = None,
+    ) -> list[TextHit]: ...
+    def search_chunks(
+        self,
+        workspace_id: str,
+        query: str,
+        *,
+        limit: int,
+        item_ids: Sequence[str] | None = None,
+    ) -> list[ChunkTextHit]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class VectorRecord:
+    """One chunk's vector and its thin payload: exactly what retrieval filters on, no text.
+
+    ``chunk_id`` (a UUID string) is the point id, so re-embedding overwrites in place.
+    """
+
+    chunk_id: str
+    workspace_id: str
+    item_id: str
+    source_type: str
+    created_at: datetime
+    embedding_model: str
+    vector: Sequence[float]
+
+
+@dataclass(frozen=True, slots=True)
+class VectorHit:
+    """A search result: ``score`` is cosine similarity, higher is better."""
+
+    chunk_id: str
+    item_id: str
+    score: float
+
+
+class VectorStore(Protocol):
+    """Vectors of one width (``dimensions``), one partition per workspace
+    (docs/decisions/0008-vector-stores.md).
+
+    ``upsert`` validates the whole batch before writing anything: a vector of another width
+    is ``Permanent`` (the fix: set ``RELATA_EMBEDDING_DIMENSIONS``, then re-embed). Every
+    method taking ``workspace_id`` raises ``MissingWorkspace`` on an empty one; ``search``
+    always filters by it. Date filters are ``created_from <= created_at < created_to``; an
+    empty ``item_ids``/``source_types`` sequence matches nothing, ``None`` means no filter.
+    """
+
+    dimensions: int
+
+    def upsert(self, records: Sequence[VectorRecord]) -> None: ...
+    def search(
+        self,
+        workspace_id: str,
+        vector: Sequence[float],
+        *,
+        k: int,
+        item_ids: Sequence[str] | None = None,
+        source_types: Sequence[str] | None = None,
+        created_from: datetime | None = None,
+        created_to: datetime | None = None,
+    ) -> list[VectorHit]: ...
+    def delete_by_item(self, workspace_id: str, item_id: str) -> int: ...
+    def delete_by_workspace(self, workspace_id: str) -> int: ...
+    def count(self, workspace_id: str) -> int:
+        """Vectors of the current width stored for the workspace."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class JobRepository(Protocol):
+    """The job queue's store (``relata.jobs``). ``owner`` is the lease token of one claim:
+    every transition of a running job checks it and raises ``LeaseLost`` when it no longer
+    holds, so a stale worker can never overwrite the new owner's result."""
+
+    def enqueue(self, job: Job) -> Job:
+        """Insert a pending job, or return the pending job that already has its key."""
+        ...
+
+    def get(self, workspace_id: str, job_id: str) -> Job: ...
+    def list(
+        self,
+        workspace_id: str,
+        *,
+        status: JobStatus | None = None,
+        kind: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> list[Job]: ...
+    def claim(self, owner: str, now: datetime, lease_until: datetime) -> Job | None:
+        """Atomically lease the next due pending job to ``owner`` (attempts + 1)."""
+        ...
+
+    def renew(self, job_id: str, owner: str, lease_until: datetime, now: datetime) -> None: ...
+    def succeed(self, job_id: str, owner: str, now: datetime) -> Job: ...
+    def fail(self, job_id: str, owner: str, now: datetime, error: str) -> Job: ...
+    def reschedule(
+        self, job_id: str, owner: str, now: datetime, run_after: datetime, error: str
+    ) -> Job:
+        """Return a running job to pending (a retry); cancelled if a pending twin exists."""
+        ...
+
+    def release_expired(self, now: datetime, *, limit: int = 100) -> builtins.list[Job]:
+        """Return running jobs whose lease has expired to pending (or fail them when their
+        attempt budget is spent); the jobs as they now are."""
+        ...
+
+
+class Embedder(Protocol):
+    """Turns texts into vectors of one fixed width (docs/decisions/0006-embedding-providers.md).
+
+    ``embed`` returns exactly one vector per input, in input order, each ``dimensions`` wide;
+    anything else is ``Permanent``. It honours ``cancel`` (raising ``Cancelled``), retries only
+    transient failures and only a bounded number of times, and never logs the texts.
+    """
+
+    @property
+    def model_id(self) -> str:
+        """Stamped onto every vector (``embedding_model``) and recorded in model_versions."""
+        ...
+
+    @property
+    def dimensions(self) -> int: ...
+
+    def embed(self, texts: Sequence[str], cancel: Cancel) -> list[list[float]]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderHealth:
+    """What the model status page shows for one provider."""
+
+    ok: bool
+    provider: str
+    model: str
+    detail: str = ""
+    latency_ms: float | None = None
+
+
+@runtime_checkable
+class HealthChecker(Protocol):
+    """Optional: a provider that reports its own health (raises nothing but Cancelled)."""
+
+    def health(self, cancel: Cancel) -> ProviderHealth: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One chat message: ``role`` is system, user or assistant."""
+
+    role: str
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class CompletionRequest:
+    """A language-model call. ``schema`` (named ``schema_name``) asks for structured output;
+    ``model`` overrides the provider's configured model for this call."""
+
+    messages: tuple[Message, ...]
+    schema: dict[str, object] | None = None
+    schema_name: str = "relata_task"
+    max_tokens: int = 512
+    temperature: float = 0.0
+    model: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TokenUsage:
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class CompletionResponse:
+    """The raw, unparsed content: parsing belongs to ``relata.analysis`` so that a validation
+    failure is attributed to the task, not to the transport."""
+
+    content: str
+    model: str
+    usage: TokenUsage | None = None
+
+
+class Analyser(Protocol):
+    """A language model behind one provider (docs/decisions/0007-invalid-model-output.md).
+
+    ``complete`` honours ``cancel`` (raising ``Cancelled``), applies a per-request timeout,
+    retries only transient failures a bounded number of times, refuses redirects, bounds the
+    response size and never logs messages or content. An envelope that is not as promised
+    (not JSON, no choices, empty content) is transient; the content itself is returned as-is.
+    """
+
+    @property
+    def model_id(self) -> str: ...
+
+    def complete(self, request: CompletionRequest, cancel: Cancel) -> CompletionResponse: ...

@@ -4,11 +4,14 @@
 (1) bare ``session.run`` over the very batches ``OnnxEmbedder`` makes of that part (tokenised
 beforehand, outside the timing): the floor no embedder can beat; (2) ``OnnxEmbedder.embed``
 on the same part, which also tokenises, pads, pools, normalises and converts to lists; and
-(3) ``embed_array``, the same without the list conversion. The three are interleaved part by
-part in a rotating order, so load from elsewhere on the machine falls on all of them alike;
-with ``rounds`` > 1 the best round of each counts. The stage should stay within 10% of raw
-(``ratio`` = raw seconds / embed seconds >= 0.9). Process CPU seconds (all threads) are
-reported too: on a machine shared with other work, ``cpu_ratio`` is the steadier figure.
+(3) ``embed_array``, the same without the list conversion; and, when a ``stage`` callable
+is given, (4) the embed stage's own path on the same part (``relata bench embed`` passes the
+stage's ``VectorWriter``: passages, embedding, upsert into a temporary vector store). They are
+interleaved part by part in a rotating order, so load from elsewhere on the machine falls on
+all of them alike; with ``rounds`` > 1 the best round of each counts. The stage should stay
+within 10% of raw (``ratio`` = raw seconds / embed seconds >= 0.9; ``stage_ratio`` likewise
+for the stage path). Process CPU seconds (all threads) are reported too: on a machine shared
+with other work, ``cpu_ratio`` is the steadier figure.
 """
 
 from __future__ import annotations
@@ -42,7 +45,12 @@ def _run_raw(embedder: OnnxEmbedder, batches: list[tuple[Any, dict[str, Any]]]) 
 
 
 def bench_embed(
-    texts: Sequence[str], embedder: OnnxEmbedder, *, rounds: int = 1, chunk: int = 256
+    texts: Sequence[str],
+    embedder: OnnxEmbedder,
+    *,
+    rounds: int = 1,
+    chunk: int = 256,
+    stage: Callable[[Sequence[str]], object] | None = None,
 ) -> dict[str, Any]:
     if not texts:
         raise ValueError("bench_embed needs at least one text")
@@ -54,6 +62,8 @@ def bench_embed(
     tokens = sum(int(f["attention_mask"].sum()) for bs in part_batches for _, f in bs)
 
     best = {"raw": float("inf"), "embed": float("inf"), "array": float("inf")}
+    if stage is not None:
+        best["stage"] = float("inf")
     best_cpu = dict(best)
     for _ in range(max(1, rounds)):
         spent = dict.fromkeys(best, 0.0)
@@ -64,9 +74,12 @@ def bench_embed(
                 ("embed", partial(embedder.embed, part, cancel)),
                 ("array", partial(embedder.embed_array, part, cancel)),
             ]
+            if stage is not None:
+                steps.append(("stage", partial(stage, part)))
             # Interleaved part by part, in a rotating order, so that other load on the
-            # machine falls on all three measurements alike.
-            for name, step in steps[index % 3 :] + steps[: index % 3]:
+            # machine falls on every measurement alike.
+            turn = index % len(steps)
+            for name, step in steps[turn:] + steps[:turn]:
                 started, started_cpu = time.perf_counter(), time.process_time()
                 step()
                 spent[name] += time.perf_counter() - started
@@ -75,7 +88,7 @@ def bench_embed(
         best_cpu = {name: min(best_cpu[name], cpu[name]) for name in best}
 
     n = len(texts)
-    return {
+    report: dict[str, Any] = {
         "model": embedder.model_id,
         "texts": n,
         "tokens": tokens,
@@ -92,3 +105,14 @@ def bench_embed(
         "embed_cpu_seconds": round(best_cpu["embed"], 3),
         "cpu_ratio": round(best_cpu["raw"] / max(best_cpu["embed"], 1e-9), 3),
     }
+    if stage is not None:
+        report.update(
+            {
+                "stage_seconds": round(best["stage"], 3),
+                "stage_texts_per_s": round(n / best["stage"], 1),
+                "stage_ratio": round(best["raw"] / best["stage"], 3),
+                "stage_cpu_seconds": round(best_cpu["stage"], 3),
+                "stage_cpu_ratio": round(best_cpu["raw"] / max(best_cpu["stage"], 1e-9), 3),
+            }
+        )
+    return report

@@ -1,12 +1,15 @@
 """The ingestion pipeline's shape: its stage kinds, their idempotency keys, and what runs
 after chunking.
 
-``parse_item`` → ``chunk_item`` → the stages later features add (``embed_item``, ...). Each
-stage is a job that enqueues the next with the key ``<kind>:<item_id>:<generation>``: a
-generation is one pass of the pipeline over an item (1 at ingestion, one more per
-reprocess), so re-enqueuing a stage of the same pass is a no-op while a new pass is new work.
-Later features append their stage with ``Pipeline.add_after_chunk`` at composition time;
-the stage code does not change. Later stages get a higher job priority than earlier ones, so
+``parse_item`` → ``chunk_item`` → the stages later features add (``embed_item``, ...), one
+after another in the order they were added. Each stage is a job that enqueues the next
+(``advance``) with the key ``<kind>:<item_id>:<generation>``: a generation is one pass of the
+pipeline over an item (1 at ingestion, one more per reprocess), so re-enqueuing a stage of
+the same pass is a no-op while a new pass is new work. The last stage (``next_after`` is
+None) marks the item ``ready``, in the transaction that stores its result. Later features
+append their stage with ``Pipeline.add_after_chunk`` at composition time; a stage this
+deployment leaves out (``add_skipped``: no embedding provider) is recorded as a ``skipped``
+run by the chunk stage. Later stages get a higher job priority than earlier ones, so
 workers finish items already under way before starting new ones: during a large import
 items become ready one after another instead of all at the end.
 """
@@ -71,6 +74,7 @@ class Pipeline:
     def __init__(self, queue: JobQueue) -> None:
         self._queue = queue
         self._after_chunk: list[str] = []
+        self._skipped: list[tuple[str, str]] = []
         self._lock = threading.Lock()
 
     def add_after_chunk(self, kind: str) -> None:
@@ -84,6 +88,38 @@ class Pipeline:
     def after_chunk(self) -> tuple[str, ...]:
         with self._lock:
             return tuple(self._after_chunk)
+
+    def add_skipped(self, stage: str, reason: str) -> None:
+        """Record, on every pass, that ``stage`` does not run here and why (a ``skipped`` run)."""
+        with self._lock:
+            self._skipped.append((stage, reason))
+
+    @property
+    def skipped(self) -> tuple[tuple[str, str], ...]:
+        """``(stage, reason)`` of the stages this deployment leaves out."""
+        with self._lock:
+            return tuple(self._skipped)
+
+    def next_after(self, kind: str) -> str | None:
+        """The stage that follows ``kind``; None when ``kind`` is the last one."""
+        if kind == PARSE_ITEM:
+            return CHUNK_ITEM
+        after = self.after_chunk
+        if kind == CHUNK_ITEM:
+            return after[0] if after else None
+        if kind not in after:
+            raise ValueError(f"stage {kind!r} is not part of the pipeline")
+        position = after.index(kind) + 1
+        return after[position] if position < len(after) else None
+
+    def advance(
+        self, kind: str, payload: StagePayload, queue: JobQueue | None = None
+    ) -> Job | None:
+        """Enqueue the stage after ``kind`` for the same pass, if there is one."""
+        following = self.next_after(kind)
+        if following is None:
+            return None
+        return self.enqueue(following, payload, queue)
 
     def start(self, payload: StagePayload, queue: JobQueue | None = None) -> Job:
         """Enqueue the first stage of a pass over an item."""

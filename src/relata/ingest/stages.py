@@ -5,8 +5,9 @@ its structure on the item (status ``processing``), records a processing run (par
 timings) and enqueues ``chunk_item``. ``chunk_item`` rebuilds the document from what was
 stored, chunks it with the configured target and overlap, replaces the item's chunks (one
 generation; ids are deterministic, so unchanged content keeps its chunk ids), records a run
-(chunker version), marks the item ``ready`` and enqueues the stages that follow chunking
-(``Pipeline.after_chunk``).
+(chunker version) plus a ``skipped`` run for each stage this deployment leaves out
+(``Pipeline.skipped``), and enqueues the stage that follows (``Pipeline.advance``); when no
+stage follows, it marks the item ``ready`` in the same transaction.
 
 Failures: a deleted item is ``NotFound`` and an unparseable document a ``ValidationError``;
 both fail the job at once (``relata.jobs.retry``). An unparseable document, a missing
@@ -230,13 +231,29 @@ class IngestStages:
                 "overlap_chars": self._chunking.overlap_chars,
             },
         )
-        self._chunks.replace_for_item(
-            item.workspace_id, item.id, chunks, item_status=ItemStatus.READY, run=run
-        )
-        for kind in self._pipeline.after_chunk:
-            self._pipeline.enqueue(
-                kind, StagePayload(p.workspace_id, p.item_id, p.generation), ctx.queue
+        # Recorded as starting when the chunk stage finished, so they list after it.
+        skipped = [
+            self._run(
+                item,
+                stage,
+                run.finished_at or started,
+                {},
+                {"generation": p.generation, "reason": reason},
+                outcome="skipped",
             )
+            for stage, reason in self._pipeline.skipped
+        ]
+        last = self._pipeline.next_after(CHUNK_ITEM) is None
+        self._chunks.replace_for_item(
+            item.workspace_id,
+            item.id,
+            chunks,
+            item_status=ItemStatus.READY if last else ItemStatus.PROCESSING,
+            runs=[run, *skipped],
+        )
+        self._pipeline.advance(
+            CHUNK_ITEM, StagePayload(p.workspace_id, p.item_id, p.generation), ctx.queue
+        )
 
     # ------------------------------------------------------------ helpers
     def _run(

@@ -191,6 +191,7 @@ def run_retrieval_bench(base: Settings, opts: BenchOptions, progress: Progress) 
     queries = {q: t for q, t in load_queries(ds.queries).items() if q in qrels}
     if opts.max_queries is not None:
         queries = dict(list(queries.items())[: opts.max_queries])
+        qrels = {q: qrels[q] for q in queries}  # score only the queries that were run
     with prepared_container(base, opts, progress) as (c, info):
         ws = c.workspaces.resolve()
         ids = _external_ids(c, ws.id)

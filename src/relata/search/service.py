@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
@@ -41,6 +42,15 @@ class ItemReader(Protocol):
     def get_many(
         self, workspace_id: str, item_ids: Sequence[str], *, with_text: bool = True
     ) -> list[Item]: ...
+    def filter_live(
+        self,
+        workspace_id: str,
+        item_ids: Sequence[str],
+        *,
+        source_type: str | None = None,
+        created_from: datetime | None = None,
+        created_to: datetime | None = None,
+    ) -> set[str]: ...
 
 
 class ChunkReader(Protocol):
@@ -137,6 +147,11 @@ class SearchService:
         self._embedder = embedder
         self._fusion = fusion
         self._candidates = candidates
+        # Three legs per query run side by side; concurrent queries share the pool.
+        self._pool = ThreadPoolExecutor(max_workers=6, thread_name_prefix="relata-search")
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
 
     @property
     def fusion_weights(self) -> dict[str, float]:
@@ -170,61 +185,25 @@ class SearchService:
             else:
                 leg_state[leg] = "ran"
 
-        if leg_state["text"] == "ran":
-            t0 = time.perf_counter()
-            text_hits = self._text.search_items(
-                workspace_id,
-                query.text,
-                limit=n,
-                source_type=source,
-                created_from=query.created_from,
-                created_to=query.created_to,
+        if leg_state["vector"] == "ran" and self._embedder is None:
+            leg_state["vector"] = "absent"
+            hits["vector"] = None
+            notes.append(
+                "meaning-based search is unavailable: no embedding provider is configured "
+                "(RELATA_EMBEDDING_PROVIDER=none); results come from exact terms only"
             )
-            hits["text"] = [
-                LegHit(id=h.id, score=h.score, matched_terms=h.matched_terms) for h in text_hits
-            ]
-            timings["text"] = _ms(t0)
-
-        if leg_state["chunk_text"] == "ran":
-            t0 = time.perf_counter()
-            chunk_hits = self._text.search_chunks(workspace_id, query.text, limit=2 * n)
-            for ch in chunk_hits:
-                highlights[ch.chunk_id] = ch.highlights
-            hits["chunk_text"] = best_chunk_per_item(
-                [
-                    ChunkHit(
-                        ch.chunk_id, ch.item_id, score=ch.score, matched_terms=ch.matched_terms
-                    )
-                    for ch in chunk_hits
-                ]
-            )
-            timings["chunk_text"] = _ms(t0)
-
-        if leg_state["vector"] == "ran":
-            if self._embedder is None:
-                leg_state["vector"] = "absent"
-                hits["vector"] = None
-                notes.append(
-                    "meaning-based search is unavailable: no embedding provider is configured "
-                    "(RELATA_EMBEDDING_PROVIDER=none); results come from exact terms only"
-                )
-            else:
-                t0 = time.perf_counter()
-                vector = self._embedder.embed([query.text], cancel)[0]
-                timings["embed"] = _ms(t0)
-                t0 = time.perf_counter()
-                vec_hits = self._vectors.search(
-                    workspace_id,
-                    vector,
-                    k=min(1000, 2 * n),
-                    source_types=[source] if source else None,
-                    created_from=query.created_from,
-                    created_to=query.created_to,
-                )
-                hits["vector"] = best_chunk_per_item(
-                    [ChunkHit(v.chunk_id, v.item_id, similarity=v.score) for v in vec_hits]
-                )
-                timings["vector"] = _ms(t0)
+        # The legs are independent: run them side by side (the database and onnxruntime
+        # release the GIL), each on a pooled thread, and wait for all of them.
+        runners = {
+            "text": lambda: self._text_leg(workspace_id, query, n, timings),
+            "chunk_text": lambda: self._chunk_leg(workspace_id, query, n, highlights, timings),
+            "vector": lambda: self._vector_leg(workspace_id, query, n, cancel, timings),
+        }
+        futures = {
+            leg: self._pool.submit(run) for leg, run in runners.items() if leg_state[leg] == "ran"
+        }
+        for leg, future in futures.items():
+            hits[leg] = future.result()
 
         for leg, reason in UNBUILT_LEGS.items():
             if leg_state[leg] == "absent":
@@ -233,14 +212,21 @@ class SearchService:
         t0 = time.perf_counter()
         fused = fuse(hits, self._fusion)
         # The authoritative re-read: anything the item repository does not return for this
-        # workspace is dropped, whatever a leg said.
-        candidate_ids = [r.id for r in fused.results]
+        # workspace (or that fails the type/date filters) is dropped, whatever a leg said.
+        live_ids = self._items.filter_live(
+            workspace_id,
+            [r.id for r in fused.results],
+            source_type=source,
+            created_from=query.created_from,
+            created_to=query.created_to,
+        )
+        kept = [r for r in fused.results if r.id in live_ids]
+        window = kept[query.offset : query.offset + query.limit]
         live = {
             it.id: it
-            for it in self._items.get_many(workspace_id, candidate_ids, with_text=False)
+            for it in self._items.get_many(workspace_id, [r.id for r in window], with_text=False)
         }
-        kept = [r for r in fused.results if r.id in live and _matches(live[r.id], query)]
-        page = kept[query.offset : query.offset + query.limit]
+        page = [r for r in window if r.id in live]  # deleted between the two reads
         timings["fuse_and_read"] = _ms(t0)
 
         t0 = time.perf_counter()
@@ -265,6 +251,67 @@ class SearchService:
             legs=leg_state,
             notes=tuple(notes),
             timings_ms=timings,
+        )
+
+    def _text_leg(
+        self, workspace_id: str, query: SearchQuery, n: int, timings: dict[str, float]
+    ) -> list[LegHit]:
+        t0 = time.perf_counter()
+        found = self._text.search_items(
+            workspace_id,
+            query.text,
+            limit=n,
+            source_type=query.source_type.value if query.source_type else None,
+            created_from=query.created_from,
+            created_to=query.created_to,
+        )
+        timings["text"] = _ms(t0)
+        return [LegHit(id=h.id, score=h.score, matched_terms=h.matched_terms) for h in found]
+
+    def _chunk_leg(
+        self,
+        workspace_id: str,
+        query: SearchQuery,
+        n: int,
+        highlights: dict[str, tuple[tuple[int, int], ...]],
+        timings: dict[str, float],
+    ) -> list[LegHit]:
+        t0 = time.perf_counter()
+        found = self._text.search_chunks(workspace_id, query.text, limit=n)
+        for ch in found:
+            highlights[ch.chunk_id] = ch.highlights
+        timings["chunk_text"] = _ms(t0)
+        return best_chunk_per_item(
+            [
+                ChunkHit(c.chunk_id, c.item_id, score=c.score, matched_terms=c.matched_terms)
+                for c in found
+            ]
+        )
+
+    def _vector_leg(
+        self,
+        workspace_id: str,
+        query: SearchQuery,
+        n: int,
+        cancel: Cancel,
+        timings: dict[str, float],
+    ) -> list[LegHit]:
+        assert self._embedder is not None  # the caller marks the leg absent otherwise
+        t0 = time.perf_counter()
+        vector = self._embedder.embed([query.text], cancel)[0]
+        timings["embed"] = _ms(t0)
+        t0 = time.perf_counter()
+        found = self._vectors.search(
+            workspace_id,
+            vector,
+            k=min(1000, 2 * n),
+            source_types=[query.source_type.value] if query.source_type else None,
+            created_from=query.created_from,
+            created_to=query.created_to,
+        )
+        timings["vector"] = _ms(t0)
+        return best_chunk_per_item(
+            [ChunkHit(v.chunk_id, v.item_id, similarity=v.score) for v in found]
         )
 
     def _excerpts(
@@ -307,15 +354,6 @@ class SearchService:
                 _excerpt(chunks[i], highlights.get(i, ())) for i in ids if i in chunks
             )
         return out
-
-
-def _matches(item: Item, query: SearchQuery) -> bool:
-    if query.source_type is not None and item.source_type != query.source_type:
-        return False
-    date = item.created_at or item.ingested_at
-    if query.created_from is not None and date < query.created_from:
-        return False
-    return not (query.created_to is not None and date >= query.created_to)
 
 
 def _excerpt(chunk: Chunk, marks: tuple[tuple[int, int], ...]) -> Excerpt:

@@ -150,8 +150,10 @@ def search(
     q: Annotated[str, Query(min_length=1, max_length=1000, description="the query")],
     limit: Annotated[int, Query(ge=1, le=100)] = 10,
     offset: Annotated[int, Query(ge=0, le=1000)] = 0,
-    type: Annotated[SourceType | None, Query(description="only items of this type")] = None,  # noqa: A002
-    from_: Annotated[datetime | None, Query(alias="from", description="created at or after")] = None,
+    type: Annotated[SourceType | None, Query(description="only items of this type")] = None,
+    from_: Annotated[
+        datetime | None, Query(alias="from", description="created at or after")
+    ] = None,
     to: Annotated[datetime | None, Query(description="created before")] = None,
     legs: Annotated[
         str | None, Query(description=f"comma-separated subset of: {', '.join(LEGS)}")

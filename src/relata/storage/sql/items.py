@@ -7,17 +7,20 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.engine import Connection
 
 from relata.domain.clock import SystemClock
 from relata.domain.errors import DuplicateItem, NotFound
-from relata.domain.models import Chunk, Item, ItemStatus, SourceType
-from relata.domain.ports import Clock
+from relata.domain.models import Chunk, Item, ItemStatus, ProcessingRun, SourceType
+from relata.domain.ports import ChunkToEmbed, Clock
 from relata.storage.sql.base import ws_filter
 from relata.storage.sql.engine import Database
 from relata.storage.sql.errors import translate
-from relata.storage.sql.tables import chunks, items
+from relata.storage.sql.tables import chunks, items, processing_runs
 
 _MAX_PAGE = 1000
+_ID_BATCH = 500
+_HEAVY = frozenset({"text", "structure"})
 
 
 def _item(row: Any) -> Item:
@@ -32,7 +35,7 @@ def _item(row: Any) -> Item:
         created_at=row.created_at,
         status=ItemStatus(row.status),
         deliberate_duplicate=row.deliberate_duplicate,
-        text=row.text,
+        text=row._mapping.get("text"),
         original_path=row.original_path,
         original_filename=row.original_filename,
         media_type=row.media_type,
@@ -41,6 +44,28 @@ def _item(row: Any) -> Item:
         error=row.error,
         updated_at=row.updated_at,
     )
+
+
+def _item_row(item: Item) -> dict[str, Any]:
+    return {
+        "id": item.id,
+        "workspace_id": item.workspace_id,
+        "title": item.title,
+        "source_type": item.source_type.value,
+        "status": item.status.value,
+        "content_hash": item.content_hash,
+        "deliberate_duplicate": item.deliberate_duplicate,
+        "size_bytes": item.size_bytes,
+        "text": item.text,
+        "original_path": item.original_path,
+        "original_filename": item.original_filename,
+        "media_type": item.media_type,
+        "metadata": dict(item.metadata),
+        "chunk_count": item.chunk_count,
+        "created_at": item.created_at,
+        "ingested_at": item.ingested_at,
+        "updated_at": item.updated_at,
+    }
 
 
 def _live(workspace_id: str) -> sa.ColumnElement[bool]:
@@ -56,27 +81,7 @@ class SqlItemRepository:
         ws_filter(items, item.workspace_id)
         try:
             with self._db.write() as conn:
-                conn.execute(
-                    items.insert().values(
-                        id=item.id,
-                        workspace_id=item.workspace_id,
-                        title=item.title,
-                        source_type=item.source_type.value,
-                        status=item.status.value,
-                        content_hash=item.content_hash,
-                        deliberate_duplicate=item.deliberate_duplicate,
-                        size_bytes=item.size_bytes,
-                        text=item.text,
-                        original_path=item.original_path,
-                        original_filename=item.original_filename,
-                        media_type=item.media_type,
-                        metadata=dict(item.metadata),
-                        chunk_count=item.chunk_count,
-                        created_at=item.created_at,
-                        ingested_at=item.ingested_at,
-                        updated_at=item.updated_at,
-                    )
-                )
+                conn.execute(items.insert(), _item_row(item))
         except sa.exc.IntegrityError as exc:
             err = translate(exc, "an item with the same content already exists")
             if isinstance(err, DuplicateItem):
@@ -84,6 +89,19 @@ class SqlItemRepository:
                 err.existing_id = existing.id if existing else None
             raise err from exc
         return item
+
+    def create_many(self, new: Sequence[Item]) -> None:
+        """Insert several items in one transaction: all of them, or (``DuplicateItem`` for a
+        live copy of some content, existing id unknown) none."""
+        for item in new:
+            ws_filter(items, item.workspace_id)
+        if not new:
+            return
+        try:
+            with self._db.write() as conn:
+                conn.execute(items.insert(), [_item_row(item) for item in new])
+        except sa.exc.IntegrityError as exc:
+            raise translate(exc, "an item with the same content already exists") from exc
 
     def get(self, workspace_id: str, item_id: str) -> Item:
         with self._db.read() as conn:
@@ -94,17 +112,52 @@ class SqlItemRepository:
             raise NotFound("item not found")
         return _item(row)
 
-    def get_many(self, workspace_id: str, item_ids: Sequence[str]) -> list[Item]:
-        """The live items of this workspace among ``item_ids``, in the order given."""
+    def get_many(
+        self, workspace_id: str, item_ids: Sequence[str], *, with_text: bool = True
+    ) -> list[Item]:
+        """The live items of this workspace among ``item_ids``, in the order given.
+
+        ``with_text=False`` leaves out the extracted text and structure (``text`` is None):
+        search re-reads hundreds of candidates per query and needs neither.
+        """
         if not item_ids:
             ws_filter(items, workspace_id)
             return []
+        columns = items.c if with_text else [c for c in items.c if c.name not in _HEAVY]
         with self._db.read() as conn:
             rows = conn.execute(
-                sa.select(items).where(_live(workspace_id), items.c.id.in_(list(item_ids)))
+                sa.select(*columns).where(_live(workspace_id), items.c.id.in_(list(item_ids)))
             ).all()
         by_id = {r.id: _item(r) for r in rows}
         return [by_id[i] for i in item_ids if i in by_id]
+
+    def filter_live(
+        self,
+        workspace_id: str,
+        item_ids: Sequence[str],
+        *,
+        source_type: str | None = None,
+        created_from: datetime | None = None,
+        created_to: datetime | None = None,
+    ) -> set[str]:
+        """Which of ``item_ids`` are live items of this workspace matching the filters.
+
+        Answered from the covering index ``ix_items_search_filter`` alone: search checks
+        hundreds of candidates per query and reads full rows only for the page it returns.
+        """
+        if not item_ids:
+            ws_filter(items, workspace_id)
+            return set()
+        q = sa.select(items.c.id).where(_live(workspace_id), items.c.id.in_(list(item_ids)))
+        if source_type:
+            q = q.where(items.c.source_type == source_type)
+        date = sa.func.coalesce(items.c.created_at, items.c.ingested_at)
+        if created_from:
+            q = q.where(date >= created_from)
+        if created_to:
+            q = q.where(date < created_to)
+        with self._db.read() as conn:
+            return {r.id for r in conn.execute(q)}
 
     def find_by_content_hash(self, workspace_id: str, content_hash: str) -> Item | None:
         with self._db.read() as conn:
@@ -118,6 +171,26 @@ class SqlItemRepository:
                 .limit(1)
             ).first()
         return _item(row) if row else None
+
+    def find_by_content_hashes(
+        self, workspace_id: str, content_hashes: Sequence[str]
+    ) -> dict[str, str]:
+        """Content hash -> id of the live, non-deliberate item holding it, for those found."""
+        found: dict[str, str] = {}
+        hashes = sorted(set(content_hashes))
+        ws_filter(items, workspace_id)
+        with self._db.read() as conn:
+            for i in range(0, len(hashes), _ID_BATCH):
+                rows = conn.execute(
+                    sa.select(items.c.content_hash, items.c.id).where(
+                        _live(workspace_id),
+                        items.c.content_hash.in_(hashes[i : i + _ID_BATCH]),
+                        items.c.deliberate_duplicate.is_(False),
+                    )
+                ).all()
+                for digest, item_id in rows:
+                    found.setdefault(digest, item_id)
+        return found
 
     def list(
         self,
@@ -161,6 +234,83 @@ class SqlItemRepository:
     def set_original_path(self, workspace_id: str, item_id: str, path: str) -> None:
         self._update(workspace_id, item_id, original_path=path)
 
+    def set_parsed(
+        self,
+        workspace_id: str,
+        item_id: str,
+        *,
+        text: str,
+        structure: dict[str, Any],
+        title: str | None = None,
+        status: ItemStatus = ItemStatus.PROCESSING,
+        run: ProcessingRun | None = None,
+    ) -> None:
+        """Store the parse stage's result: the document text, its structure (blocks as
+        offsets into ``text``) and, when given, a title; clears any previous error. ``run``
+        (the stage's processing run) is recorded in the same transaction."""
+        values: dict[str, Any] = {
+            "text": text,
+            "structure": structure,
+            "status": status.value,
+            "error": None,
+            "updated_at": self._clock.now(),
+        }
+        if title is not None:
+            values["title"] = title
+        with self._db.write() as conn:
+            n = conn.execute(
+                items.update().where(_live(workspace_id), items.c.id == item_id).values(**values)
+            ).rowcount
+            if n == 0:
+                raise NotFound("item not found")
+            if run is not None:
+                _insert_run(conn, workspace_id, item_id, run)
+
+    def get_parsed(self, workspace_id: str, item_id: str) -> tuple[Item, dict[str, Any] | None]:
+        """The live item with its stored structure (None before the parse stage ran)."""
+        with self._db.read() as conn:
+            row = conn.execute(
+                sa.select(items).where(_live(workspace_id), items.c.id == item_id)
+            ).first()
+        if row is None:
+            raise NotFound("item not found")
+        structure = row.structure
+        return _item(row), dict(structure) if isinstance(structure, dict) else None
+
+    def status_counts(self, workspace_id: str, item_ids: Sequence[str]) -> dict[str, int]:
+        """How many of the given live items are in each status (batched for long lists)."""
+        counts: dict[str, int] = {}
+        ids = list(item_ids)
+        ws_filter(items, workspace_id)
+        with self._db.read() as conn:
+            for i in range(0, len(ids), _ID_BATCH):
+                rows = conn.execute(
+                    sa.select(items.c.status, sa.func.count())
+                    .where(_live(workspace_id), items.c.id.in_(ids[i : i + _ID_BATCH]))
+                    .group_by(items.c.status)
+                ).all()
+                for status, n in rows:
+                    counts[status] = counts.get(status, 0) + int(n)
+        return counts
+
+    def mark_deleted(self, workspace_id: str, item_id: str) -> Item:
+        """First step of a delete: the item disappears from every read at once (and its
+        content hash is free again), so running pipeline stages meet ``NotFound``; the row
+        and what cascades from it go with ``delete``. Returns the item as it was."""
+        now = self._clock.now()
+        with self._db.write() as conn:
+            row = conn.execute(
+                sa.select(items).where(_live(workspace_id), items.c.id == item_id)
+            ).first()
+            if row is None:
+                raise NotFound("item not found")
+            conn.execute(
+                items.update()
+                .where(ws_filter(items, workspace_id), items.c.id == item_id)
+                .values(deleted_at=now, updated_at=now)
+            )
+        return _item(row)
+
     def _update(self, workspace_id: str, item_id: str, **values: Any) -> None:
         values["updated_at"] = self._clock.now()
         with self._db.write() as conn:
@@ -178,6 +328,28 @@ class SqlItemRepository:
             ).rowcount
         if n == 0:
             raise NotFound("item not found")
+
+
+def _insert_run(conn: Connection, workspace_id: str, item_id: str, run: ProcessingRun) -> None:
+    """A stage's processing run, written in the transaction that stores the stage's result
+    (the same row ``SqlProcessingRunRepository.add`` writes)."""
+    if run.workspace_id != workspace_id or run.item_id != item_id:
+        raise ValueError("processing run does not belong to the item being updated")
+    conn.execute(
+        processing_runs.insert(),
+        {
+            "id": run.id,
+            "workspace_id": run.workspace_id,
+            "item_id": run.item_id,
+            "stage": run.stage,
+            "outcome": run.outcome,
+            "versions": dict(run.versions),
+            "details": dict(run.details),
+            "error": run.error,
+            "started_at": run.started_at,
+            "finished_at": run.finished_at,
+        },
+    )
 
 
 def _chunk(row: Any) -> Chunk:
@@ -202,17 +374,33 @@ class SqlChunkRepository:
         self._db = db
         self._clock = clock or SystemClock()
 
-    def replace_for_item(self, workspace_id: str, item_id: str, new: Sequence[Chunk]) -> None:
-        """Delete then insert in one transaction, so exactly one generation exists."""
+    def replace_for_item(
+        self,
+        workspace_id: str,
+        item_id: str,
+        new: Sequence[Chunk],
+        *,
+        item_status: ItemStatus | None = None,
+        runs: Sequence[ProcessingRun] = (),
+    ) -> None:
+        """Delete then insert in one transaction, so exactly one generation exists.
+
+        In the same transaction, when given: the item's new status and the chunk stage's
+        processing runs, so a stage's result and its record are committed together."""
         now = self._clock.now()
         for c in new:
             if c.workspace_id != workspace_id or c.item_id != item_id:
                 raise ValueError("chunk does not belong to the item being replaced")
+        values: dict[str, Any] = {"chunk_count": len(new), "updated_at": now}
+        if item_status is not None:
+            values["status"] = item_status.value
+            values["error"] = None
         with self._db.write() as conn:
-            exists = conn.execute(
-                sa.select(items.c.id).where(_live(workspace_id), items.c.id == item_id)
-            ).first()
-            if exists is None:
+            # The update doubles as the liveness check: a deleted item matches no row.
+            n = conn.execute(
+                items.update().where(_live(workspace_id), items.c.id == item_id).values(**values)
+            ).rowcount
+            if n == 0:
                 raise NotFound("item not found")
             conn.execute(
                 chunks.delete().where(ws_filter(chunks, workspace_id), chunks.c.item_id == item_id)
@@ -239,11 +427,8 @@ class SqlChunkRepository:
                         for c in new
                     ],
                 )
-            conn.execute(
-                items.update()
-                .where(ws_filter(items, workspace_id), items.c.id == item_id)
-                .values(chunk_count=len(new), updated_at=now)
-            )
+            for run in runs:
+                _insert_run(conn, workspace_id, item_id, run)
 
     def list_for_item(self, workspace_id: str, item_id: str) -> list[Chunk]:
         with self._db.read() as conn:
@@ -276,3 +461,141 @@ class SqlChunkRepository:
                     .where(ws_filter(chunks, workspace_id))
                 ).scalar_one()
             )
+
+    # ------------------------------------------------------------ embeddings
+    def list_to_embed(self, workspace_id: str, item_id: str) -> list[ChunkToEmbed]:
+        """The live item's chunks in order, with the item fields their vectors need (one
+        read transaction; the item's text is not loaded)."""
+        with self._db.read() as conn:
+            head = conn.execute(
+                sa.select(
+                    items.c.title, items.c.source_type, items.c.created_at, items.c.ingested_at
+                ).where(_live(workspace_id), items.c.id == item_id)
+            ).first()
+            if head is None:
+                raise NotFound("item not found")
+            rows = conn.execute(
+                sa.select(chunks)
+                .where(ws_filter(chunks, workspace_id), chunks.c.item_id == item_id)
+                .order_by(chunks.c.sequence)
+            ).all()
+        date = head.created_at or head.ingested_at
+        return [ChunkToEmbed(_chunk(r), head.title, head.source_type, date) for r in rows]
+
+    def list_unembedded(self, workspace_id: str, model: str, *, limit: int) -> list[ChunkToEmbed]:
+        """Up to ``limit`` chunks of live items whose ``embedding_model`` is not ``model``
+        (served by the ``(workspace_id, embedding_model)`` index; no ORDER BY, so a batch
+        never sorts every remaining chunk)."""
+        q = (
+            sa.select(
+                chunks,
+                items.c.title.label("item_title"),
+                items.c.source_type.label("item_source_type"),
+                items.c.created_at.label("item_created_at"),
+                items.c.ingested_at.label("item_ingested_at"),
+            )
+            .join(items, items.c.id == chunks.c.item_id)
+            .where(
+                ws_filter(chunks, workspace_id),
+                sa.or_(chunks.c.embedding_model.is_(None), chunks.c.embedding_model != model),
+                _live(workspace_id),
+            )
+            .limit(max(1, limit))
+        )
+        with self._db.read() as conn:
+            rows = conn.execute(q).all()
+        return [
+            ChunkToEmbed(
+                _chunk(r), r.item_title, r.item_source_type, r.item_created_at or r.item_ingested_at
+            )
+            for r in rows
+        ]
+
+    def set_embedding_model(
+        self,
+        workspace_id: str,
+        chunk_ids: Sequence[str],
+        model: str,
+        *,
+        item_id: str | None = None,
+        item_status: ItemStatus | None = None,
+        run: ProcessingRun | None = None,
+    ) -> int:
+        """Stamp the chunks with ``model``; with ``item_id``, in the same transaction the
+        item's status (``NotFound`` when the item is gone) and the embed stage's run."""
+        ids = list(chunk_ids)
+        stamped = 0
+        with self._db.write() as conn:
+            if item_id is not None:
+                values: dict[str, Any] = {"updated_at": self._clock.now()}
+                if item_status is not None:
+                    values["status"] = item_status.value
+                    values["error"] = None
+                n = conn.execute(
+                    items.update()
+                    .where(_live(workspace_id), items.c.id == item_id)
+                    .values(**values)
+                ).rowcount
+                if n == 0:
+                    raise NotFound("item not found")
+            for i in range(0, len(ids), _ID_BATCH):
+                where = [ws_filter(chunks, workspace_id), chunks.c.id.in_(ids[i : i + _ID_BATCH])]
+                if item_id is not None:
+                    where.append(chunks.c.item_id == item_id)
+                stamped += conn.execute(
+                    chunks.update().where(*where).values(embedding_model=model)
+                ).rowcount
+            if run is not None and item_id is not None:
+                _insert_run(conn, workspace_id, item_id, run)
+        return stamped
+
+    def count_by_embedding_model(self, workspace_id: str) -> dict[str | None, int]:
+        with self._db.read() as conn:
+            rows = conn.execute(
+                sa.select(chunks.c.embedding_model, sa.func.count())
+                .where(ws_filter(chunks, workspace_id))
+                .group_by(chunks.c.embedding_model)
+            ).all()
+        return {model: int(n) for model, n in rows}
+
+    def clear_embedding_model(self, workspace_id: str) -> int:
+        with self._db.write() as conn:
+            return int(
+                conn.execute(
+                    chunks.update()
+                    .where(ws_filter(chunks, workspace_id), chunks.c.embedding_model.is_not(None))
+                    .values(embedding_model=None)
+                ).rowcount
+            )
+
+    def mark_ready_when_embedded(
+        self, workspace_id: str, item_ids: Sequence[str], model: str, *, error_prefix: str
+    ) -> int:
+        """Items that failed at the embed stage (``error`` starts with ``error_prefix``) and
+        now have every chunk embedded with ``model`` become ``ready`` again."""
+        ids = sorted(set(item_ids))
+        ws_filter(items, workspace_id)
+        unembedded = (
+            sa.select(chunks.c.id)
+            .where(
+                ws_filter(chunks, workspace_id),
+                chunks.c.item_id == items.c.id,
+                sa.or_(chunks.c.embedding_model.is_(None), chunks.c.embedding_model != model),
+            )
+            .exists()
+        )
+        changed = 0
+        with self._db.write() as conn:
+            for i in range(0, len(ids), _ID_BATCH):
+                changed += conn.execute(
+                    items.update()
+                    .where(
+                        _live(workspace_id),
+                        items.c.id.in_(ids[i : i + _ID_BATCH]),
+                        items.c.status == ItemStatus.FAILED.value,
+                        items.c.error.startswith(error_prefix, autoescape=True),
+                        ~unembedded,
+                    )
+                    .values(status=ItemStatus.READY.value, error=None, updated_at=self._clock.now())
+                ).rowcount
+        return changed

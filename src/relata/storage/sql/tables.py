@@ -160,6 +160,9 @@ items = sa.Table(
     sa.Column("deliberate_duplicate", sa.Boolean, nullable=False, server_default=sa.false()),
     sa.Column("size_bytes", sa.BigInteger, nullable=False),
     sa.Column("text", sa.Text),
+    # The parsed document's blocks (offsets into ``text``, heading paths, pages), written by
+    # the parse stage and read by the chunk stage.
+    sa.Column("structure", sa.JSON),
     sa.Column("original_path", sa.String(255)),
     sa.Column("original_filename", sa.String(255)),
     sa.Column("media_type", sa.String(100)),
@@ -172,6 +175,16 @@ items = sa.Table(
     _ts("deleted_at", nullable=True),
     sa.Index(None, "workspace_id", "ingested_at"),
     sa.Index(None, "workspace_id", "content_hash"),
+    # Covers search's re-read of candidates without touching the (long) rows.
+    sa.Index(
+        "ix_items_search_filter",
+        "workspace_id",
+        "id",
+        "deleted_at",
+        "source_type",
+        "created_at",
+        "ingested_at",
+    ),
     sa.Index(
         "uq_items_live_content_hash",
         "workspace_id",
@@ -320,6 +333,14 @@ jobs = sa.Table(
     sa.Index(None, "status", "run_after", "priority"),
     sa.Index(None, "status", "lease_expires_at"),
     sa.Index(None, "workspace_id", "created_at"),
+    sa.Index(
+        "ix_jobs_claim_order",
+        "status",
+        sa.text("priority DESC"),
+        "run_after",
+        "created_at",
+        "id",
+    ),
     sa.Index(
         "uq_jobs_pending_idempotency_key",
         "idempotency_key",

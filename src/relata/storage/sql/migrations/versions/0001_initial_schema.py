@@ -142,6 +142,7 @@ def upgrade() -> None:
         sa.Column("deliberate_duplicate", sa.Boolean(), server_default=sa.false(), nullable=False),
         sa.Column("size_bytes", sa.BigInteger(), nullable=False),
         sa.Column("text", sa.Text(), nullable=True),
+        sa.Column("structure", sa.JSON(), nullable=True),
         sa.Column("original_path", sa.String(length=255), nullable=True),
         sa.Column("original_filename", sa.String(length=255), nullable=True),
         sa.Column("media_type", sa.String(length=100), nullable=True),
@@ -169,6 +170,13 @@ def upgrade() -> None:
         batch_op.create_index(
             batch_op.f("ix_items_workspace_id_ingested_at"),
             ["workspace_id", "ingested_at"],
+            unique=False,
+        )
+        # Covers search's re-read of candidates (liveness, type and date filters) without
+        # touching the rows, whose text makes them long.
+        batch_op.create_index(
+            "ix_items_search_filter",
+            ["workspace_id", "id", "deleted_at", "source_type", "created_at", "ingested_at"],
             unique=False,
         )
         batch_op.create_index(
@@ -229,6 +237,13 @@ def upgrade() -> None:
             unique=True,
             sqlite_where=sa.text("status = 'pending'"),
             postgresql_where=sa.text("status = 'pending'"),
+        )
+        # The claim query's exact order, so claiming reads one index entry instead of
+        # sorting every pending job.
+        batch_op.create_index(
+            "ix_jobs_claim_order",
+            ["status", sa.text("priority DESC"), "run_after", "created_at", "id"],
+            unique=False,
         )
 
     op.create_table(
@@ -549,6 +564,7 @@ def downgrade() -> None:
     op.drop_table("relationships")
     op.drop_table("model_versions")
     with op.batch_alter_table("jobs", schema=None) as batch_op:
+        batch_op.drop_index("ix_jobs_claim_order")
         batch_op.drop_index(
             "uq_jobs_pending_idempotency_key",
             sqlite_where=sa.text("status = 'pending'"),
@@ -566,6 +582,7 @@ def downgrade() -> None:
             postgresql_where=sa.text("deleted_at IS NULL AND deliberate_duplicate = false"),
         )
         batch_op.drop_index(batch_op.f("ix_items_workspace_id_ingested_at"))
+        batch_op.drop_index("ix_items_search_filter")
         batch_op.drop_index(batch_op.f("ix_items_workspace_id_content_hash"))
 
     op.drop_table("items")
