@@ -395,6 +395,9 @@ def test_container_exposes_text_search(container: Container) -> None:
     assert _ids(container.text_search.search_items(ws.id, "wiring", limit=5)) == [item.id]
 
 
+_POINT = re.compile(r"\((rowid|id)=\?\)$|\(workspace_id=\? AND id=\?( AND deleted_at=\?)?\)$")
+
+
 def test_sqlite_plan_is_driven_by_the_fts_index(tmp_path: Path) -> None:
     """Guards the query shape (see _sqlite_items): FTS5 scans and sorts by rank, items are
     reached by point lookups. A join driven from the workspace index probes FTS per item."""
@@ -418,7 +421,8 @@ def test_sqlite_plan_is_driven_by_the_fts_index(tmp_path: Path) -> None:
                 assert re.match(r"SCAN (items|chunks)_fts VIRTUAL TABLE", plan[0]), plan
                 assert not any("TEMP B-TREE" in step for step in plan), plan  # FTS5 sorts
                 lookups = [step for step in plan if step.startswith("SEARCH")]
-                # Only point lookups (a chunk's row, then its item by primary key).
-                assert lookups and all(re.search(r"\((rowid|id)=\?\)$", x) for x in lookups), plan
+                # Only point lookups: a chunk's row, then its item by primary key (or by
+                # workspace + id in the covering index ix_items_search_filter).
+                assert lookups and all(_POINT.search(x) for x in lookups), plan
     finally:
         db.dispose()

@@ -382,9 +382,11 @@ SETTINGS: tuple[Setting, ...] = (
         "RELATA_EMBEDDING_THREADS",
         "embedding_threads",
         _int(0, 256),
-        "0",
+        "1",
         "0-256",
-        "onnxruntime intra-op threads for `local`; 0 lets onnxruntime choose (one per core).",
+        "onnxruntime intra-op threads per call for `local`; 0 lets onnxruntime choose (one "
+        "per core). Concurrent calls (workers, searches) use the other cores, so 1 is fastest "
+        "on small machines (docs/benchmarks.md).",
     ),
     Setting(
         "RELATA_EMBEDDING_TIMEOUT",
@@ -574,7 +576,7 @@ class Settings:
     embedding_dimensions: int = 0
     embedding_model_dir: str = ""
     embedding_batch_size: int = 32
-    embedding_threads: int = 0
+    embedding_threads: int = 1
     embedding_timeout: float = 60.0
     reembed_batch_size: int = 256
     vector_store: str = "sqlite-vec"

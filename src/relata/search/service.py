@@ -304,7 +304,7 @@ class SearchService:
         found = self._vectors.search(
             workspace_id,
             vector,
-            k=min(1000, 2 * n),
+            k=min(1000, n),
             source_types=[query.source_type.value] if query.source_type else None,
             created_from=query.created_from,
             created_to=query.created_to,
@@ -331,12 +331,15 @@ class SearchService:
                 for c in explanation.legs:
                     if c.leg == leg_name:
                         ids.extend(i for i in c.chunk_ids if i not in ids)
-            if not any(i in highlights for i in ids):
+            lexical = any(c.leg in ("text", "chunk_text") for c in explanation.legs)
+            if (lexical or not ids) and not any(i in highlights for i in ids):
                 missing.append(item_id)
             wanted[item_id] = ids[:MAX_EXCERPTS]
         if missing:
-            # Items found without a highlighted chunk (by the item-level text leg or by
-            # meaning): ask the chunk index for their best matching passages, page only.
+            # Items whose words matched but with no highlighted chunk among the chunk leg's
+            # candidates (or with no chunk at all): ask the chunk index for their best
+            # matching passages, for the page only. Items found only by meaning show their
+            # best vector chunk: there are no matched words to highlight.
             for ch in self._text.search_chunks(
                 workspace_id, query, limit=MAX_EXCERPTS * len(missing), item_ids=missing
             ):
