@@ -68,6 +68,22 @@ def _item_row(item: Item) -> dict[str, Any]:
     }
 
 
+def item_filters(
+    source_type: str | None, created_from: datetime | None, created_to: datetime | None
+) -> list[sa.ColumnElement[bool]]:
+    """The optional type and date filters on items; the date is the document's own creation
+    date when known, else when it was ingested (``from <= date < to``)."""
+    where: list[sa.ColumnElement[bool]] = []
+    if source_type:
+        where.append(items.c.source_type == source_type)
+    date = sa.func.coalesce(items.c.created_at, items.c.ingested_at)
+    if created_from:
+        where.append(date >= created_from)
+    if created_to:
+        where.append(date < created_to)
+    return where
+
+
 def _live(workspace_id: str) -> sa.ColumnElement[bool]:
     return sa.and_(ws_filter(items, workspace_id), items.c.deleted_at.is_(None))
 
@@ -149,13 +165,7 @@ class SqlItemRepository:
             ws_filter(items, workspace_id)
             return set()
         q = sa.select(items.c.id).where(_live(workspace_id), items.c.id.in_(list(item_ids)))
-        if source_type:
-            q = q.where(items.c.source_type == source_type)
-        date = sa.func.coalesce(items.c.created_at, items.c.ingested_at)
-        if created_from:
-            q = q.where(date >= created_from)
-        if created_to:
-            q = q.where(date < created_to)
+        q = q.where(*item_filters(source_type, created_from, created_to))
         with self._db.read() as conn:
             return {r.id for r in conn.execute(q)}
 
@@ -203,13 +213,7 @@ class SqlItemRepository:
         created_to: datetime | None = None,
     ) -> list[Item]:
         q = sa.select(items).where(_live(workspace_id))
-        if source_type:
-            q = q.where(items.c.source_type == source_type)
-        date = sa.func.coalesce(items.c.created_at, items.c.ingested_at)
-        if created_from:
-            q = q.where(date >= created_from)
-        if created_to:
-            q = q.where(date < created_to)
+        q = q.where(*item_filters(source_type, created_from, created_to))
         q = q.order_by(items.c.ingested_at.desc(), items.c.id)
         q = q.limit(max(1, min(limit, _MAX_PAGE))).offset(max(0, offset))
         with self._db.read() as conn:

@@ -32,6 +32,7 @@ from relata.domain.errors import ValidationError
 from relata.domain.ports import ChunkTextHit, TextHit
 from relata.storage.sql.base import ws_filter
 from relata.storage.sql.engine import Database
+from relata.storage.sql.items import item_filters
 from relata.storage.sql.tables import chunks, items
 
 MAX_TERMS = 32
@@ -169,13 +170,7 @@ class SqlTextSearch:
         terms = query_terms(query)
         if not terms:
             return []
-        if source_type:
-            where.append(items.c.source_type == source_type)
-        date = sa.func.coalesce(items.c.created_at, items.c.ingested_at)
-        if created_from:
-            where.append(date >= created_from)
-        if created_to:
-            where.append(date < created_to)
+        where.extend(item_filters(source_type, created_from, created_to))
         if self._db.dialect == "sqlite":
             return self._sqlite_items(terms, where, limit)
         return self._pg_items(terms, where, limit)
