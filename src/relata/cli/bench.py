@@ -105,10 +105,19 @@ def _stage_times(c: Container, workspace_id: str) -> dict[str, dict[str, Any]]:
     stages: dict[str, dict[str, Any]] = {}
     for stage, outcome, started, finished in rows:
         s = stages.setdefault(
-            stage, {"runs": 0, "failed": 0, "busy_s": 0.0, "first": started, "last": finished}
+            stage,
+            {
+                "runs": 0,
+                "failed": 0,
+                "skipped": 0,
+                "busy_s": 0.0,
+                "first": started,
+                "last": finished,
+            },
         )
         s["runs"] += 1
-        s["failed"] += outcome != "succeeded"
+        s["skipped"] += outcome == "skipped"
+        s["failed"] += outcome not in ("succeeded", "skipped")
         if finished is not None:
             s["busy_s"] += (finished - started).total_seconds()
             s["last"] = max(s["last"] or finished, finished)
@@ -119,6 +128,7 @@ def _stage_times(c: Container, workspace_id: str) -> dict[str, dict[str, Any]]:
         out[stage] = {
             "runs": s["runs"],
             "failed": s["failed"],
+            "skipped": s["skipped"],
             "handler_seconds": round(s["busy_s"], 3),
             "window_seconds": round(window, 3),
             "items_per_handler_s": round(s["runs"] / s["busy_s"], 1) if s["busy_s"] else None,
@@ -245,7 +255,8 @@ def _print(r: dict[str, Any]) -> None:
         )
     for stage, s in sorted(r["stages"].items()):
         print(
-            f"  stage {stage:<6} {s['runs']} runs, {s['failed']} failed, handler time "
+            f"  stage {stage:<6} {s['runs']} runs, {s['failed']} failed, {s['skipped']} skipped, "
+            "handler time "
             f"{s['handler_seconds']:.2f} s ({s['items_per_handler_s']} items per handler-second)"
         )
     if not r["finished"]:
