@@ -7,6 +7,7 @@ Each command module exposes ``register(subparsers)``; the order of ``_COMMANDS``
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -34,6 +35,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CliError as exc:
         print(f"relata: {exc}", file=sys.stderr)
         return exc.exit_code
+    except BrokenPipeError:
+        # The reader went away (`relata search ... | head`): not an error worth a traceback.
+        # Point stdout at /dev/null so the interpreter's final flush does not fail again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":  # pragma: no cover
