@@ -151,7 +151,9 @@ def test_a_job_whose_worker_was_killed_is_completed_by_another_exactly_once(
 def test_two_worker_processes_run_every_job_exactly_once(
     jc: Container, ws: str, tmp_path: Path
 ) -> None:
-    jobs = [jc.queue.enqueue(RECORD, ws, {"n": i}) for i in range(JOBS)]
+    # A few milliseconds of work per job: a claim alone takes well under a millisecond, so
+    # without it one process could drain the queue before the other's first claim.
+    jobs = [jc.queue.enqueue(RECORD, ws, {"n": i, "work_ms": 5}) for i in range(JOBS)]
     go = tmp_path / "go"
     workers = [
         WorkerProcess(jc, tmp_path, name, "--mode", "until-idle", "--go-file", str(go))

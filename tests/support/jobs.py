@@ -114,12 +114,14 @@ def effect_count(db: Database, job_id: str) -> int:
 
 
 def register_test_handlers(c: Container, worker: str, started_dir: Path | None = None) -> None:
-    """``test.record``: record the run. ``test.effect``: write the effect (idempotently),
+    """``test.record``: record the run (after ``payload["work_ms"]`` of simulated work, so
+    that concurrent workers overlap). ``test.effect``: write the effect (idempotently),
     record the run, then, while ``attempts <= payload["block_attempts"]``, signal
     ``started_dir/<job id>`` and block until cancelled (a job "in the middle" of its work)."""
     db = c.db
 
     def record(ctx: JobContext) -> None:
+        time.sleep(float(ctx.job.payload.get("work_ms", 0)) / 1000)
         record_execution(db, ctx, worker)
 
     def effect(ctx: JobContext) -> None:
