@@ -5,13 +5,11 @@ one vector per chunk stamped with its model, ``ready`` only after the last stage
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from relata.bootstrap import Container, build
+from relata.bootstrap import Container
 from relata.cli.main import main
 from relata.config.settings import Settings
 from relata.domain.cancel import Cancel
@@ -19,7 +17,6 @@ from relata.domain.models import Chunk, ItemStatus, JobStatus
 from relata.embeddings.stage import MAX_PASSAGE_CHARS, MAX_TITLE_CHARS, passage
 from relata.ingest.service import IngestRequest
 from relata.jobs.registry import JobContext
-from relata.storage.sql import migrate
 from tests.support.fake_embedder import FakeEmbedder
 from tests.support.ingest import built, drain, workspace_id
 
@@ -28,20 +25,6 @@ MARKDOWN = (
     b"## Seals\n\nThe seal colony on Skerry Rock grew from 131 to 143 animals.\n"
 )
 SMALL_CHUNKS = {"chunk_target_chars": 200, "chunk_overlap_chars": 0}
-
-
-@contextmanager
-def with_embedder(
-    settings: Settings, embedder: FakeEmbedder, **changes: object
-) -> Iterator[Container]:
-    """A migrated container whose embedder is ``embedder`` (a fake of the port)."""
-    c = build(settings.replace(**changes), embedder=embedder)
-    migrate.upgrade(c.db)
-    c.workspaces.ensure(c.settings.default_workspace)
-    try:
-        yield c
-    finally:
-        c.close()
 
 
 def _chunk(text: str, heading_path: tuple[str, ...] = ()) -> Chunk:
@@ -99,7 +82,7 @@ def test_an_ingested_document_gets_one_vector_per_chunk_with_the_local_model(
 
 def test_passages_carry_the_title_and_are_sent_in_one_call(settings: Settings) -> None:
     fake = FakeEmbedder()
-    with with_embedder(settings, fake, **SMALL_CHUNKS) as c:
+    with built(settings, embedder=fake, **SMALL_CHUNKS) as c:
         ws = workspace_id(c)
         item = c.ingest.ingest(ws, IngestRequest(data=MARKDOWN, filename="notes.md"))
         drain(c)
@@ -111,7 +94,7 @@ def test_passages_carry_the_title_and_are_sent_in_one_call(settings: Settings) -
 
 
 def test_the_item_is_ready_only_after_the_last_stage(settings: Settings) -> None:
-    with with_embedder(settings, FakeEmbedder()) as c:
+    with built(settings, embedder=FakeEmbedder()) as c:
         statuses: list[ItemStatus] = []
         ws = workspace_id(c)
 
@@ -154,7 +137,7 @@ def test_without_a_provider_ingestion_completes_and_the_stage_is_recorded_skippe
 
 
 def test_a_model_of_another_width_is_refused_and_nothing_is_written(settings: Settings) -> None:
-    with with_embedder(settings, FakeEmbedder(384, "model-a")) as c:
+    with built(settings, embedder=FakeEmbedder(384, "model-a")) as c:
         ws = workspace_id(c)
         kept = c.ingest.ingest(ws, IngestRequest(data=MARKDOWN, filename="notes.md"))
         drain(c)
@@ -162,7 +145,7 @@ def test_a_model_of_another_width_is_refused_and_nothing_is_written(settings: Se
         assert before == c.repos.chunks.count(ws) >= 1
     # The model changed to one of width 8, but RELATA_EMBEDDING_DIMENSIONS still says 384.
     narrow = FakeEmbedder(8, "model-b")
-    with with_embedder(settings, narrow, embedding_dimensions=384) as c:
+    with built(settings, embedder=narrow, embedding_dimensions=384) as c:
         item = c.ingest.ingest(ws, IngestRequest(text="A new note about the seal colony."))
         jobs = drain(c)
         embed = jobs[-1]
@@ -189,7 +172,7 @@ class _LyingEmbedder(FakeEmbedder):
 
 
 def test_the_vector_store_refuses_vectors_of_another_width(settings: Settings) -> None:
-    with with_embedder(settings, _LyingEmbedder(12, "liar")) as c:
+    with built(settings, embedder=_LyingEmbedder(12, "liar")) as c:
         ws = workspace_id(c)
         item = c.ingest.ingest(ws, IngestRequest(text="Twelve turbines and a seal colony."))
         embed = drain(c)[-1]
@@ -200,7 +183,7 @@ def test_the_vector_store_refuses_vectors_of_another_width(settings: Settings) -
 
 
 def test_reprocessing_overwrites_the_same_vectors(settings: Settings) -> None:
-    with with_embedder(settings, FakeEmbedder(), **SMALL_CHUNKS) as c:
+    with built(settings, embedder=FakeEmbedder(), **SMALL_CHUNKS) as c:
         ws = workspace_id(c)
         item = c.ingest.ingest(ws, IngestRequest(data=MARKDOWN, filename="notes.md"))
         drain(c)
@@ -214,7 +197,7 @@ def test_reprocessing_overwrites_the_same_vectors(settings: Settings) -> None:
 
 
 def test_an_embed_stage_for_a_deleted_item_fails_at_once(settings: Settings) -> None:
-    with with_embedder(settings, FakeEmbedder()) as c:
+    with built(settings, embedder=FakeEmbedder()) as c:
         ws = workspace_id(c)
         item = c.ingest.ingest(ws, IngestRequest(text="Soon gone."))
         pool = c.worker_pool(workers=1, name="test")
@@ -231,7 +214,7 @@ def test_an_embed_stage_for_a_deleted_item_fails_at_once(settings: Settings) -> 
 def test_an_embed_job_left_from_a_provider_settles_the_item_without_one(
     settings: Settings,
 ) -> None:
-    with with_embedder(settings, FakeEmbedder()) as c:
+    with built(settings, embedder=FakeEmbedder()) as c:
         ws = workspace_id(c)
         item = c.ingest.ingest(ws, IngestRequest(text="Made while a provider was configured."))
         pool = c.worker_pool(workers=1, name="test")

@@ -11,11 +11,10 @@ from typing import Any
 from fastapi.testclient import TestClient
 
 from relata.api.app import create_app
-from relata.bootstrap import Container, build
+from relata.bootstrap import Container
 from relata.config.settings import Settings
 from relata.embeddings.status import ModelStatusService
 from relata.ingest.service import IngestRequest
-from relata.storage.sql import migrate
 from tests.support.fake_embedder import FakeEmbedder
 from tests.support.fake_provider import FakeProvider, Reply
 from tests.support.ingest import built, drain, workspace_id
@@ -27,19 +26,6 @@ NOTES = "# Tidal notes\n\nTwelve turbines.\n\n## Seals\n\nThe seal colony grew t
 def serving(c: Container) -> Iterator[TestClient]:
     with TestClient(create_app(c), raise_server_exceptions=False) as client:
         yield client
-
-
-@contextmanager
-def with_embedder(
-    settings: Settings, embedder: FakeEmbedder, **changes: object
-) -> Iterator[Container]:
-    c = build(settings.replace(**changes), embedder=embedder)
-    migrate.upgrade(c.db)
-    c.workspaces.ensure(c.settings.default_workspace)
-    try:
-        yield c
-    finally:
-        c.close()
 
 
 def _status(client: TestClient) -> dict[str, Any]:
@@ -60,7 +46,7 @@ def _ingest(c: Container, *texts: str) -> str:
 def test_the_status_reports_counts_models_seen_and_no_warning_when_in_step(
     settings: Settings,
 ) -> None:
-    with with_embedder(settings, FakeEmbedder(384, "model-a")) as c, serving(c) as client:
+    with built(settings, embedder=FakeEmbedder(384, "model-a")) as c, serving(c) as client:
         ws = _ingest(c, NOTES, "A second note about the harbour.")
         body = _status(client)
         chunks = c.repos.chunks.count(ws)
@@ -85,7 +71,7 @@ def test_the_status_reports_counts_models_seen_and_no_warning_when_in_step(
 def test_a_vector_count_that_differs_from_the_chunk_count_is_a_warning_with_its_fix(
     settings: Settings,
 ) -> None:
-    with with_embedder(settings, FakeEmbedder()) as c, serving(c) as client:
+    with built(settings, embedder=FakeEmbedder()) as c, serving(c) as client:
         ws = _ingest(c, NOTES, "A second note about the harbour.")
         lost = c.items.list(ws)[0]
         c.vectors.delete_by_item(ws, lost.id)
@@ -106,10 +92,10 @@ def test_a_vector_count_that_differs_from_the_chunk_count_is_a_warning_with_its_
 
 
 def test_chunks_of_another_model_are_a_warning_until_re_embedded(settings: Settings) -> None:
-    with with_embedder(settings, FakeEmbedder(384, "model-a")) as c:
+    with built(settings, embedder=FakeEmbedder(384, "model-a")) as c:
         ws = _ingest(c, NOTES)
         chunks = c.repos.chunks.count(ws)
-    with with_embedder(settings, FakeEmbedder(384, "model-b")) as c, serving(c) as client:
+    with built(settings, embedder=FakeEmbedder(384, "model-b")) as c, serving(c) as client:
         body = _status(client)
         assert body["counts"]["embedded_with_other_models"] == {"model-a": chunks}
         [warning] = body["warnings"]

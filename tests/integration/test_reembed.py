@@ -4,19 +4,15 @@ lost vectors, the recovery of items a refused width failed, and ``relata reembed
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 import pytest
 
-from relata.bootstrap import Container, build
+from relata.bootstrap import Container
 from relata.cli.main import main
 from relata.config.settings import Settings
 from relata.domain.errors import Conflict
 from relata.domain.models import ItemStatus, JobStatus
 from relata.embeddings.reembed import REEMBED_WORKSPACE
 from relata.ingest.service import IngestRequest
-from relata.storage.sql import migrate
 from tests.support.fake_embedder import FakeEmbedder
 from tests.support.ingest import built, drain, workspace_id
 
@@ -31,19 +27,6 @@ DOCS = [
 SMALL = {"chunk_target_chars": 120, "chunk_overlap_chars": 0}
 
 
-@contextmanager
-def with_embedder(
-    settings: Settings, embedder: FakeEmbedder, **changes: object
-) -> Iterator[Container]:
-    c = build(settings.replace(**changes), embedder=embedder)
-    migrate.upgrade(c.db)
-    c.workspaces.ensure(c.settings.default_workspace)
-    try:
-        yield c
-    finally:
-        c.close()
-
-
 def _ingest_all(c: Container) -> str:
     ws = workspace_id(c)
     for i, text in enumerate(DOCS):
@@ -55,13 +38,13 @@ def _ingest_all(c: Container) -> str:
 def test_reembedding_converges_to_one_vector_per_chunk_across_batches(
     settings: Settings,
 ) -> None:
-    with with_embedder(settings, FakeEmbedder(384, "model-a"), **SMALL) as c:
+    with built(settings, embedder=FakeEmbedder(384, "model-a"), **SMALL) as c:
         ws = _ingest_all(c)
         chunks = c.repos.chunks.count(ws)
         assert chunks >= 6 and c.vectors.count(ws) == chunks
     # A model of another width: its vectors go to a store of that width, empty so far.
     new_model = FakeEmbedder(16, "model-b")
-    with with_embedder(settings, new_model, reembed_batch_size=2, **SMALL) as c:
+    with built(settings, embedder=new_model, reembed_batch_size=2, **SMALL) as c:
         assert c.vectors.count(ws) == 0
         assert c.model_status.counts(ws).embedded_other == {"model-a": chunks}
         first = c.reembed.start(ws)
@@ -85,7 +68,7 @@ def test_reembedding_converges_to_one_vector_per_chunk_across_batches(
 
 
 def test_asking_again_while_pending_returns_the_same_job(settings: Settings) -> None:
-    with with_embedder(settings, FakeEmbedder()) as c:
+    with built(settings, embedder=FakeEmbedder()) as c:
         ws = workspace_id(c)
         first = c.reembed.start(ws)
         assert c.reembed.start(ws).id == first.id
@@ -97,7 +80,7 @@ def test_asking_again_while_pending_returns_the_same_job(settings: Settings) -> 
 
 
 def test_a_rebuild_restores_lost_vectors(settings: Settings) -> None:
-    with with_embedder(settings, FakeEmbedder(), reembed_batch_size=3, **SMALL) as c:
+    with built(settings, embedder=FakeEmbedder(), reembed_batch_size=3, **SMALL) as c:
         ws = _ingest_all(c)
         chunks = c.repos.chunks.count(ws)
         item = c.items.list(ws)[0]
@@ -115,13 +98,13 @@ def test_a_rebuild_restores_lost_vectors(settings: Settings) -> None:
 def test_items_a_refused_width_failed_are_ready_after_the_fix_and_a_reembed(
     settings: Settings,
 ) -> None:
-    with with_embedder(settings, FakeEmbedder(8, "model-b"), embedding_dimensions=384) as c:
+    with built(settings, embedder=FakeEmbedder(8, "model-b"), embedding_dimensions=384) as c:
         ws = workspace_id(c)
         item = c.ingest.ingest(ws, IngestRequest(text=DOCS[0]))
         drain(c)
         assert c.repos.items.get(ws, item.id).status is ItemStatus.FAILED
     # The operator sets RELATA_EMBEDDING_DIMENSIONS=8 and re-embeds.
-    with with_embedder(settings, FakeEmbedder(8, "model-b"), embedding_dimensions=8) as c:
+    with built(settings, embedder=FakeEmbedder(8, "model-b"), embedding_dimensions=8) as c:
         c.reembed.start(ws)
         drain(c)
         fixed = c.repos.items.get(ws, item.id)

@@ -10,6 +10,7 @@ from pathlib import Path
 from relata.bootstrap import Container, build
 from relata.config.settings import Settings
 from relata.domain.models import Job
+from relata.domain.ports import Embedder
 from relata.storage.sql import migrate
 
 # Bounds a drain: a pipeline that keeps enqueueing work fails the test instead of hanging.
@@ -17,9 +18,12 @@ MAX_JOBS = 500
 
 
 @contextmanager
-def built(settings: Settings, **changes: object) -> Iterator[Container]:
-    """A migrated container (with the default workspace) on ``settings`` plus ``changes``."""
-    c = build(settings.replace(**changes))
+def built(
+    settings: Settings, *, embedder: Embedder | None = None, **changes: object
+) -> Iterator[Container]:
+    """A migrated container (with the default workspace) on ``settings`` plus ``changes``;
+    ``embedder`` replaces the configured one (a fake of the port, in tests)."""
+    c = build(settings.replace(**changes), embedder=embedder)
     migrate.upgrade(c.db)
     c.workspaces.ensure(c.settings.default_workspace)
     try:

@@ -46,8 +46,7 @@ from relata.domain.ports import (
     VectorRecord,
     VectorStore,
 )
-from relata.ids import new_id
-from relata.ingest.pipeline import Pipeline, StagePayload
+from relata.ingest.pipeline import Pipeline, StagePayload, stage_run
 from relata.jobs.registry import HandlerRegistry, JobContext
 from relata.observability.metrics import Metrics
 
@@ -301,16 +300,15 @@ class EmbedStage:
         outcome: str,
         error: str | None = None,
     ) -> ProcessingRun:
-        return ProcessingRun(
-            id=new_id(),
-            workspace_id=p.workspace_id,
-            item_id=p.item_id,
-            stage=EMBED_STAGE,
-            started_at=started,
+        return stage_run(
+            p.workspace_id,
+            p.item_id,
+            EMBED_STAGE,
+            started,
+            self._clock.now(),
+            versions,
+            details,
             outcome=outcome,
-            finished_at=self._clock.now(),
-            versions=versions,
-            details=details,
             error=error,
         )
 

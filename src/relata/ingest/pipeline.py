@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from relata.domain.errors import Permanent
-from relata.domain.models import Job
+from relata.domain.models import Job, ProcessingRun
+from relata.ids import new_id
 from relata.jobs.queue import JobQueue
 
 PARSE_ITEM = "parse_item"
@@ -143,3 +145,31 @@ class Pipeline:
             idempotency_key=stage_key(kind, payload.item_id, payload.generation),
             priority=self.priority(kind),
         )
+
+
+def stage_run(
+    workspace_id: str,
+    item_id: str,
+    stage: str,
+    started: datetime,
+    finished: datetime,
+    versions: dict[str, str],
+    details: dict[str, Any],
+    *,
+    outcome: str = "succeeded",
+    error: str | None = None,
+) -> ProcessingRun:
+    """The processing run a stage records for one pass over an item (every stage, every
+    outcome: succeeded, skipped, failed)."""
+    return ProcessingRun(
+        id=new_id(),
+        workspace_id=workspace_id,
+        item_id=item_id,
+        stage=stage,
+        started_at=started,
+        outcome=outcome,
+        finished_at=finished,
+        versions=versions,
+        details=details,
+        error=error,
+    )

@@ -34,9 +34,9 @@ from relata.domain.ports import (
     ItemRepository,
     ProcessingRunRepository,
 )
-from relata.ids import chunk_id, content_hash, new_id
+from relata.ids import chunk_id, content_hash
 from relata.ingest.originals import OriginalStore
-from relata.ingest.pipeline import CHUNK_ITEM, PARSE_ITEM, Pipeline, StagePayload
+from relata.ingest.pipeline import CHUNK_ITEM, PARSE_ITEM, Pipeline, StagePayload, stage_run
 from relata.ingest.validation import title_from
 from relata.jobs.registry import HandlerRegistry, JobContext
 from relata.parsing import PARSER_VERSION, Block, Document, ParseLimits, parse
@@ -267,16 +267,15 @@ class IngestStages:
         outcome: str = "succeeded",
         error: str | None = None,
     ) -> ProcessingRun:
-        return ProcessingRun(
-            id=new_id(),
-            workspace_id=item.workspace_id,
-            item_id=item.id,
-            stage=stage,
-            started_at=started,
+        return stage_run(
+            item.workspace_id,
+            item.id,
+            stage,
+            started,
+            self._clock.now(),
+            versions,
+            details,
             outcome=outcome,
-            finished_at=self._clock.now(),
-            versions=versions,
-            details=details,
             error=error,
         )
 
