@@ -71,6 +71,7 @@ class ItemRepository(Protocol):
         source_type: str | None = None,
         created_from: datetime | None = None,
         created_to: datetime | None = None,
+        status: str | None = None,
     ) -> list[Item]: ...
     def count(self, workspace_id: str) -> int: ...
     def set_status(

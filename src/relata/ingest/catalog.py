@@ -88,9 +88,10 @@ class ItemCatalog:
         source_type: SourceType | None = None,
         created_from: datetime | None = None,
         created_to: datetime | None = None,
+        status: ItemStatus | None = None,
     ) -> list[Item]:
-        """A page of live items, newest first; dates bound ``created_at`` (else the
-        ingestion time): ``created_from <= date < created_to``."""
+        """A page of live items, newest first, optionally of one type or status; dates bound
+        ``created_at`` (else the ingestion time): ``created_from <= date < created_to``."""
         if not 1 <= limit <= MAX_PAGE:
             raise ValidationError(f"limit must be 1-{MAX_PAGE}", field="limit")
         if offset < 0:
@@ -104,6 +105,7 @@ class ItemCatalog:
             source_type=source_type.value if source_type else None,
             created_from=created_from,
             created_to=created_to,
+            status=status.value if status else None,
         )
 
     def original(self, workspace_id: str, item_id: str) -> StoredOriginal:

@@ -69,13 +69,19 @@ def _item_row(item: Item) -> dict[str, Any]:
 
 
 def item_filters(
-    source_type: str | None, created_from: datetime | None, created_to: datetime | None
+    source_type: str | None,
+    created_from: datetime | None,
+    created_to: datetime | None,
+    *,
+    status: str | None = None,
 ) -> list[sa.ColumnElement[bool]]:
-    """The optional type and date filters on items; the date is the document's own creation
-    date when known, else when it was ingested (``from <= date < to``)."""
+    """The optional type, status and date filters on items; the date is the document's own
+    creation date when known, else when it was ingested (``from <= date < to``)."""
     where: list[sa.ColumnElement[bool]] = []
     if source_type:
         where.append(items.c.source_type == source_type)
+    if status:
+        where.append(items.c.status == status)
     date = sa.func.coalesce(items.c.created_at, items.c.ingested_at)
     if created_from:
         where.append(date >= created_from)
@@ -211,9 +217,10 @@ class SqlItemRepository:
         source_type: str | None = None,
         created_from: datetime | None = None,
         created_to: datetime | None = None,
+        status: str | None = None,
     ) -> list[Item]:
         q = sa.select(items).where(_live(workspace_id))
-        q = q.where(*item_filters(source_type, created_from, created_to))
+        q = q.where(*item_filters(source_type, created_from, created_to, status=status))
         q = q.order_by(items.c.ingested_at.desc(), items.c.id)
         q = q.limit(max(1, min(limit, _MAX_PAGE))).offset(max(0, offset))
         with self._db.read() as conn:
