@@ -50,6 +50,16 @@ class AliasStatus(enum.StrEnum):
     REJECTED = "rejected"
 
 
+class EntityType(enum.StrEnum):
+    """What an entity is (docs/decisions/0015-entities.md): names of people, organisations
+    and places, and ``term`` for technical terms (genes, drugs, products, identifiers)."""
+
+    PERSON = "person"
+    ORGANISATION = "organisation"
+    LOCATION = "location"
+    TERM = "term"
+
+
 @dataclass(frozen=True, slots=True)
 class Workspace:
     id: str
