@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from relata.embeddings.bench import bench_embed, read_corpus
+from relata.cli.benchmarks.embed import bench_embed, read_corpus
 from relata.embeddings.onnx import OnnxEmbedder
 
 

@@ -5,7 +5,6 @@
 * ``ollama.OllamaEmbedder`` and ``openai_compatible.OpenAICompatibleEmbedder``: HTTP
   providers, built on ``relata.providers`` (bounded retries, safe HTTP);
 * ``factory.build_embedder``: picks one from settings (``None`` for provider ``none``);
-* ``bench.bench_embed``: the embed stage's speed against raw onnxruntime;
 * ``stage``: the ``embed_item`` pipeline stage and ``VectorWriter`` (chunks to stored vectors);
   ``reembed``: the ``reembed_workspace`` job; ``status``: the model status page's numbers
   (docs/decisions/0011-embed-stage-and-reembedding.md).

@@ -1,0 +1,165 @@
+"""What every benchmark driver shares: quiet settings, containers over a fresh data dir, bulk
+ingestion and the pipeline run, the machine record and the output.
+
+A benchmark never touches the configured data: it builds its containers over a temporary
+data dir with its own SQLite file (``fresh_settings``), through the composition root, so what
+it times is what ``relata serve`` and the workers run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from relata.bootstrap import Container, build
+from relata.cli.common import CliError, settings_or_exit
+from relata.config.settings import Settings
+from relata.domain.ports import Embedder
+from relata.ingest.bulk import BulkIngest, Settled, Tally, wait_until_settled
+from relata.ingest.service import IngestRequest
+from relata.observability.logging import configure_logging
+from relata.storage.sql import migrate
+
+#: (line number, the request or why the line could not become one), as ``jsonl_requests`` yields.
+Record = tuple[int, IngestRequest | str]
+
+
+# ---------------------------------------------------------------- arguments and settings
+def positive_int(value: str) -> int:
+    """An argparse type: an integer of at least 1 (argparse names the option on error)."""
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not an integer") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {number}")
+    return number
+
+
+def positive_float(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
+    if not number > 0:
+        raise argparse.ArgumentTypeError(f"must be greater than 0, got {value}")
+    return number
+
+
+def add_json_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--json", action="store_true", help="end the output with the report as one JSON line"
+    )
+
+
+def quiet_settings() -> Settings:
+    """The environment's settings, with logging cut down to errors (the report is the output)."""
+    settings = settings_or_exit()
+    configure_logging("error", settings.log_format)
+    return settings
+
+
+def existing_file(value: str) -> Path:
+    path = Path(value)
+    if not path.is_file():
+        raise CliError(f"{path} is not a file", exit_code=2)
+    return path
+
+
+def fresh_settings(base: Settings, data_dir: str | Path) -> Settings:
+    """``base`` over ``data_dir`` with its own SQLite file, whatever RELATA_DATABASE_URL says."""
+    return base.replace(data_dir=str(data_dir), database_url="")
+
+
+@contextmanager
+def opened(
+    settings: Settings, *, embedder: Embedder | None = None, migrated: bool = True
+) -> Iterator[Container]:
+    """A container built from ``settings`` (its schema brought to head), closed afterwards."""
+    container = build(settings, embedder=embedder)
+    try:
+        if migrated:
+            migrate.upgrade(container.db)
+        yield container
+    finally:
+        container.close()
+
+
+# ---------------------------------------------------------------- ingestion and the pipeline
+def ingest_records(c: Container, workspace_id: str, records: Iterable[Record]) -> Tally:
+    """Every record through the ingest service in batches, as ``relata ingest --jsonl`` does."""
+    tally = Tally()
+    bulk = BulkIngest(c.ingest, workspace_id, tally)
+    for lineno, request in records:
+        bulk.add(f"line {lineno}", request)
+    bulk.flush()
+    return tally
+
+
+def run_pipeline(
+    c: Container,
+    workspace_id: str,
+    item_ids: Iterable[str],
+    *,
+    workers: int | None,
+    timeout: float,
+    poll_seconds: float,
+    on_progress: Callable[[dict[str, int]], None] | None = None,
+) -> Settled:
+    """Start an in-process worker pool, wait until the items settle (or ``timeout``), stop it."""
+    pool = c.worker_pool(workers=workers)
+    pool.start()
+    try:
+        return wait_until_settled(
+            c.repos.items,
+            c.queue,
+            workspace_id,
+            list(item_ids),
+            timeout=timeout,
+            poll_seconds=poll_seconds,
+            progress_seconds=30,
+            on_progress=on_progress,
+        )
+    finally:
+        pool.stop(c.settings.shutdown_timeout)
+
+
+# ---------------------------------------------------------------- the report
+def rate(n: float, seconds: float) -> float | None:
+    """``n`` per second, one decimal; None when nothing was timed."""
+    return round(n / seconds, 1) if seconds > 0 else None
+
+
+def machine() -> dict[str, Any]:
+    """Cores, CPU model and memory, for the record next to the figures."""
+    info: dict[str, Any] = {"cpus": os.cpu_count(), "python": platform.python_version()}
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                info["cpu_model"] = line.split(":", 1)[1].strip()
+                break
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal"):
+                info["ram_gib"] = round(int(line.split()[1]) / 1024 / 1024, 1)
+                break
+    except OSError:
+        pass
+    return info
+
+
+def machine_line(m: dict[str, Any]) -> str:
+    return f"machine: {m.get('cpus')} CPUs, {m.get('cpu_model', '?')}, {m.get('ram_gib', '?')} GiB"
+
+
+def emit(report: dict[str, Any], lines: Iterable[str], *, as_json: bool) -> None:
+    """The report for people, then (``--json``) the same report as the last line."""
+    for line in lines:
+        print(line)
+    if as_json:
+        print(json.dumps(report, sort_keys=True))

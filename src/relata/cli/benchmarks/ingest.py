@@ -1,0 +1,212 @@
+"""``relata bench ingest``: a JSONL corpus through the ingest service and the whole pipeline.
+
+The corpus is read and decoded first (outside the timing), then ingested into a fresh
+temporary data dir through the real ingest service (validation, sniffing, hashing, duplicate
+check, stored originals, rows, ``parse_item`` jobs); then an in-process worker pool runs the
+pipeline until every item is ready or failed. Reported: wall-clock and CPU seconds of the
+ingest phase, the pipeline phase and both; items/s and chunks/s; and per stage, from the
+processing runs the stages record, the runs and their summed handler time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from relata.bootstrap import Container
+from relata.cli.benchmarks.common import (
+    Record,
+    add_json_flag,
+    emit,
+    existing_file,
+    fresh_settings,
+    ingest_records,
+    machine,
+    machine_line,
+    opened,
+    positive_float,
+    positive_int,
+    quiet_settings,
+    rate,
+    run_pipeline,
+)
+from relata.ingest.bulk import JsonlFields, jsonl_requests
+
+DESCRIPTION = (
+    "Ingest a JSONL corpus (one {_id, title, text} object per line) into a fresh temporary "
+    "data dir through the real ingest service, run the pipeline with in-process workers "
+    "until every item is ready or failed, and report wall-clock and CPU seconds, items/s, "
+    "chunks/s and handler time per stage. The configured data dir "
+    "and database are not touched; the other settings (embedding provider, chunk sizes, "
+    "workers) apply."
+)
+
+
+def register(group: Any) -> None:
+    p = group.add_parser(
+        "ingest",
+        help="time ingestion and the pipeline on a JSONL corpus",
+        description=DESCRIPTION,
+    )
+    p.add_argument("--jsonl", required=True, metavar="FILE", help="the corpus, one JSON per line")
+    p.add_argument(
+        "--limit", type=positive_int, default=None, metavar="N", help="only the first N lines"
+    )
+    p.add_argument(
+        "--workers",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="worker threads (default: RELATA_WORKERS)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=positive_float,
+        default=1800.0,
+        metavar="SECONDS",
+        help="stop waiting for the pipeline after this long (default 1800)",
+    )
+    p.add_argument(
+        "--id-field", default="_id", metavar="NAME", help="the document id's field (default _id)"
+    )
+    p.add_argument(
+        "--title-field", default="title", metavar="NAME", help="the title's field (default title)"
+    )
+    p.add_argument(
+        "--text-field", default="text", metavar="NAME", help="the text's field (default text)"
+    )
+    add_json_flag(p)
+    p.set_defaults(handler=_bench_ingest)
+
+
+def _bench_ingest(args: argparse.Namespace) -> int:
+    base = quiet_settings()
+    corpus = existing_file(args.jsonl)
+    with (
+        tempfile.TemporaryDirectory(prefix="relata-bench-") as tmp,
+        opened(fresh_settings(base, tmp)) as c,
+    ):
+        report = _run(c, args, corpus)
+    report["machine"] = machine()
+    report["command"] = (
+        f"relata bench ingest --jsonl {args.jsonl}"
+        + (f" --limit {args.limit}" if args.limit else "")
+        + (f" --workers {args.workers}" if args.workers else "")
+    )
+    emit(report, _lines(report), as_json=args.json)
+    return 0
+
+
+def _run(c: Container, args: argparse.Namespace, corpus: Path) -> dict[str, Any]:
+    ws, _ = c.workspaces.ensure(c.settings.default_workspace)
+    fields = JsonlFields(args.id_field, args.title_field, args.text_field)
+    with corpus.open("rb") as stream:  # read and decode first: the service is what is timed
+        records: list[Record] = list(
+            jsonl_requests(stream, fields, c.settings.max_upload_bytes, limit=args.limit)
+        )
+    workers = args.workers if args.workers is not None else max(1, c.settings.workers)
+    t0, cpu0 = time.perf_counter(), time.process_time()
+    tally = ingest_records(c, ws.id, records)
+    ingest_s, ingest_cpu = time.perf_counter() - t0, time.process_time() - cpu0
+
+    t1, cpu1 = time.perf_counter(), time.process_time()
+    settled = run_pipeline(
+        c, ws.id, tally.item_ids, workers=workers, timeout=args.timeout, poll_seconds=0.1
+    )
+    pipeline_s, pipeline_cpu = time.perf_counter() - t1, time.process_time() - cpu1
+    chunks = c.repos.chunks.count(ws.id)
+    items = tally.ingested
+    total_s = ingest_s + pipeline_s
+    return {
+        "corpus": str(corpus),
+        "lines": len(records),
+        "items": items,
+        "duplicates": tally.duplicates,
+        "rejected": len(tally.rejected),
+        "ready": settled.counts.get("ready", 0),
+        "failed": settled.counts.get("failed", 0),
+        "finished": settled.finished,
+        "chunks": chunks,
+        "workers": workers,
+        "chunk_target_chars": c.settings.chunk_target_chars,
+        "chunk_overlap_chars": c.settings.chunk_overlap_chars,
+        "database": c.db.dialect,
+        "ingest": {
+            "seconds": round(ingest_s, 3),
+            "cpu_seconds": round(ingest_cpu, 3),
+            "items_per_s": rate(items, ingest_s),
+        },
+        "pipeline": {
+            "seconds": round(pipeline_s, 3),
+            "cpu_seconds": round(pipeline_cpu, 3),
+            "items_per_s": rate(items, pipeline_s),
+            "chunks_per_s": rate(chunks, pipeline_s),
+        },
+        "total": {
+            "seconds": round(total_s, 3),
+            "cpu_seconds": round(ingest_cpu + pipeline_cpu, 3),
+            "items_per_s": rate(items, total_s),
+            "chunks_per_s": rate(chunks, total_s),
+        },
+        "stages": _stage_times(c, ws.id, list(tally.item_ids)),
+    }
+
+
+def _stage_times(c: Container, workspace_id: str, item_ids: list[str]) -> dict[str, Any]:
+    """Per stage: runs, failed and skipped runs, their summed handler time, and the
+    wall-clock window they span (read after the timing, item by item)."""
+    stages: dict[str, dict[str, Any]] = {}
+    for item_id in item_ids:
+        for run in c.repos.runs.list_for_item(workspace_id, item_id):
+            s = stages.setdefault(
+                run.stage,
+                {"runs": 0, "failed": 0, "skipped": 0, "busy_s": 0.0, "first": None, "last": None},
+            )
+            s["runs"] += 1
+            s["skipped"] += run.outcome == "skipped"
+            s["failed"] += run.outcome not in ("succeeded", "skipped")
+            s["first"] = min(s["first"] or run.started_at, run.started_at)
+            if run.finished_at is not None:
+                s["busy_s"] += (run.finished_at - run.started_at).total_seconds()
+                s["last"] = max(s["last"] or run.finished_at, run.finished_at)
+    out: dict[str, Any] = {}
+    for stage, s in sorted(stages.items()):
+        window = (s["last"] - s["first"]).total_seconds() if s["last"] else 0.0
+        out[stage] = {
+            "runs": s["runs"],
+            "failed": s["failed"],
+            "skipped": s["skipped"],
+            "handler_seconds": round(s["busy_s"], 3),
+            "window_seconds": round(window, 3),
+            "items_per_handler_s": rate(s["runs"], s["busy_s"]),
+        }
+    return out
+
+
+def _lines(r: dict[str, Any]) -> list[str]:
+    lines = [
+        f"corpus {r['corpus']}: {r['lines']} lines, {r['items']} items ingested, "
+        f"{r['duplicates']} duplicates, {r['rejected']} rejected",
+        f"{r['chunks']} chunks (target {r['chunk_target_chars']} chars, overlap "
+        f"{r['chunk_overlap_chars']}); {r['workers']} workers; {r['database']}",
+    ]
+    for phase in ("ingest", "pipeline", "total"):
+        p = r[phase]
+        extra = f", {p['chunks_per_s']} chunks/s" if "chunks_per_s" in p else ""
+        lines.append(
+            f"  {phase:<9} {p['seconds']:>8.2f} s ({p['cpu_seconds']:.2f} s CPU)  "
+            f"{p['items_per_s']} items/s{extra}"
+        )
+    for stage, s in r["stages"].items():
+        lines.append(
+            f"  stage {stage:<6} {s['runs']} runs, {s['failed']} failed, {s['skipped']} skipped, "
+            "handler time "
+            f"{s['handler_seconds']:.2f} s ({s['items_per_handler_s']} items per handler-second)"
+        )
+    if not r["finished"]:
+        lines.append("  WARNING: the pipeline did not finish within --timeout")
+    lines.append(machine_line(r["machine"]))
+    return lines
