@@ -6,6 +6,7 @@ settings or embedder (a fake of the ``Embedder`` port). Nothing is built at impo
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,38 +15,47 @@ from relata.analysis.service import AnalysisService
 from relata.concurrency import AiCallLimiter
 from relata.config.settings import Settings
 from relata.domain.clock import SystemClock
-from relata.domain.ports import Clock, Embedder, TextSearch, VectorStore
+from relata.domain.ports import (
+    AuditRepository,
+    ChunkRepository,
+    ClaimRepository,
+    Clock,
+    Embedder,
+    EntityRepository,
+    ItemRepository,
+    JobRepository,
+    ModelVersionRepository,
+    ProcessingRunRepository,
+    RelationshipRepository,
+    TextSearch,
+    UserRepository,
+    VectorStore,
+    WorkspaceRepository,
+)
 from relata.embeddings.factory import build_embedder, known_dimensions
 from relata.embeddings.reembed import Reembedder, register_reembed
-from relata.embeddings.stage import (
-    EMBED_ITEM,
-    EMBED_STAGE,
-    NO_PROVIDER,
-    EmbedStage,
-    ModelSeen,
-    VectorWriter,
-    register_embed_stage,
-)
+from relata.embeddings.stage import EmbedStage, ModelSeen, VectorWriter
 from relata.embeddings.status import ModelStatusService
 from relata.ingest.admission import Admission
 from relata.ingest.catalog import ItemCatalog
 from relata.ingest.originals import OriginalStore
-from relata.ingest.pipeline import Pipeline
 from relata.ingest.service import IngestService
-from relata.ingest.stages import ChunkSettings, IngestStages, register_stages
+from relata.ingest.stages import ChunkSettings, ChunkStage, ParseStage
 from relata.jobs.queue import JobQueue
 from relata.jobs.registry import HandlerRegistry
-from relata.jobs.retry import Backoff
+from relata.jobs.retry import Backoff, FailureClassifier
 from relata.jobs.worker import WorkerPool
 from relata.observability.metrics import Metrics
 from relata.parsing import limits_from_settings
+from relata.pipeline import Pipeline, Requirement
 from relata.ranking.fusion import FusionConfig
 from relata.search.answers import AnswerService
 from relata.search.service import SearchService
 from relata.storage.sql import migrate
 from relata.storage.sql.accounts import SqlUserRepository, SqlWorkspaceRepository
+from relata.storage.sql.chunks import SqlChunkRepository
 from relata.storage.sql.engine import Database
-from relata.storage.sql.items import SqlChunkRepository, SqlItemRepository
+from relata.storage.sql.items import SqlItemRepository
 from relata.storage.sql.jobs import SqlJobRepository
 from relata.storage.sql.knowledge import (
     SqlClaimRepository,
@@ -58,23 +68,27 @@ from relata.storage.sql.records import (
     SqlProcessingRunRepository,
 )
 from relata.storage.sql.text_search import SqlTextSearch
+from relata.storage.sql.transient import is_transient
+from relata.storage.sql.unit_of_work import SqlUnitOfWork
 from relata.storage.vectors.factory import build_vector_store
 from relata.workspaces import WorkspaceService
 
 
 @dataclass
 class Repositories:
-    workspaces: SqlWorkspaceRepository
-    users: SqlUserRepository
-    items: SqlItemRepository
-    chunks: SqlChunkRepository
-    entities: SqlEntityRepository
-    claims: SqlClaimRepository
-    relationships: SqlRelationshipRepository
-    runs: SqlProcessingRunRepository
-    model_versions: SqlModelVersionRepository
-    audit: SqlAuditRepository
-    jobs: SqlJobRepository
+    """The stores, typed by their ports (SQL adapters in production, fakes in tests)."""
+
+    workspaces: WorkspaceRepository
+    users: UserRepository
+    items: ItemRepository
+    chunks: ChunkRepository
+    entities: EntityRepository
+    claims: ClaimRepository
+    relationships: RelationshipRepository
+    runs: ProcessingRunRepository
+    model_versions: ModelVersionRepository
+    audit: AuditRepository
+    jobs: JobRepository
 
 
 class Health:
@@ -108,6 +122,8 @@ class Container:
     workspaces: WorkspaceService
     queue: JobQueue
     registry: HandlerRegistry
+    # The one failure classifier: the queue's and the pipeline's (database errors included).
+    classifier: FailureClassifier
     ai_limiter: AiCallLimiter
     # None when RELATA_EMBEDDING_PROVIDER=none: no vectors, no meaning-based search.
     embedder: Embedder | None
@@ -119,7 +135,7 @@ class Container:
     # RELATA_ANALYSIS_ENABLED=false or no RELATA_AI_PROVIDER is set.
     analysis: AnalysisService
     # Ingestion: uploads in (``ingest``), items read/deleted/reprocessed (``items``), and the
-    # pipeline whose ``add_after_chunk`` later stages (embed_item, ...) join.
+    # pipeline: its stages in StageKind order, run by one runner (relata.pipeline).
     ingest: IngestService
     items: ItemCatalog
     pipeline: Pipeline
@@ -151,6 +167,7 @@ class Container:
             workers=workers if workers is not None else s.workers,
             poll_seconds=s.job_poll_seconds,
             backoff=Backoff(s.job_backoff_seconds, s.job_backoff_max_seconds),
+            classifier=self.classifier,
             metrics=self.metrics,
             name=name,
         )
@@ -173,9 +190,14 @@ def _vector_width(settings: Settings, embedder: Embedder | None) -> int:
 
 
 def build(
-    settings: Settings, *, clock: Clock | None = None, embedder: Embedder | None = None
+    settings: Settings,
+    *,
+    clock: Clock | None = None,
+    embedder: Embedder | None = None,
+    stage_order: Sequence[str] | None = None,
 ) -> Container:
-    """Everything, from ``settings``; ``embedder`` replaces the configured one (tests)."""
+    """Everything, from ``settings``; ``embedder`` replaces the configured one and
+    ``stage_order`` declares another pipeline order (tests that add a stage)."""
     clock = clock or SystemClock()
     settings.data_path.mkdir(parents=True, exist_ok=True)
     db = Database.from_url(settings.resolved_database_url)
@@ -194,6 +216,7 @@ def build(
     )
     metrics = Metrics()
     registry = HandlerRegistry()
+    classifier = FailureClassifier([is_transient])
     queue = JobQueue(
         repos.jobs,
         clock,
@@ -205,7 +228,27 @@ def build(
     if embedder is None:
         embedder = build_embedder(settings, limiter=ai_limiter)
     vectors = build_vector_store(settings, db, _vector_width(settings, embedder))
-    ingest, items, pipeline = _build_ingestion(settings, clock, repos, queue, registry, vectors)
+    analysis = build_analysis(settings, limiter=ai_limiter, metrics=metrics)
+    available = set()
+    if embedder is not None:
+        available.add(Requirement.EMBEDDER)
+    if analysis.enabled:
+        available.add(Requirement.ANALYSER)
+    pipeline = Pipeline(
+        queue=queue,
+        unit_of_work=SqlUnitOfWork(db, clock),
+        registry=registry,
+        items=repos.items,
+        runs=repos.runs,
+        clock=clock,
+        classifier=classifier,
+        available=available,
+        **({"order": stage_order} if stage_order is not None else {}),
+    )
+    ingest, items = _build_ingestion(settings, clock, repos, pipeline, vectors)
+    reembed = _build_embedding(
+        settings, clock, repos, registry, queue, pipeline, embedder, vectors, metrics
+    )
     text_search = SqlTextSearch(db)
     search = SearchService(
         repos.items,
@@ -214,10 +257,6 @@ def build(
         vectors,
         embedder,
         FusionConfig.from_settings(settings),
-    )
-    analysis = build_analysis(settings, limiter=ai_limiter, metrics=metrics)
-    reembed = _build_embedding(
-        settings, clock, repos, registry, queue, pipeline, embedder, vectors, metrics
     )
     return Container(
         settings=settings,
@@ -229,6 +268,7 @@ def build(
         workspaces=WorkspaceService(repos.workspaces, clock, settings.default_workspace),
         queue=queue,
         registry=registry,
+        classifier=classifier,
         ai_limiter=ai_limiter,
         embedder=embedder,
         vectors=vectors,
@@ -256,13 +296,11 @@ def _build_ingestion(
     settings: Settings,
     clock: Clock,
     repos: Repositories,
-    queue: JobQueue,
-    registry: HandlerRegistry,
+    pipeline: Pipeline,
     vectors: VectorStore,
-) -> tuple[IngestService, ItemCatalog, Pipeline]:
-    """The ingest service, the item catalog and the parse/chunk stages on the registry."""
+) -> tuple[IngestService, ItemCatalog]:
+    """The ingest service, the item catalog and the parse and chunk stages."""
     originals = OriginalStore(settings.data_path)
-    pipeline = Pipeline(queue)
     limits = limits_from_settings(settings)
     service = IngestService(
         repos.items,
@@ -274,22 +312,23 @@ def _build_ingestion(
         limits=limits,
     )
     catalog = ItemCatalog(repos.items, repos.runs, originals, pipeline)
-    stages = IngestStages(
+    chunk = ChunkStage(
         items=repos.items,
-        chunks=repos.chunks,
-        runs=repos.runs,
-        originals=originals,
-        pipeline=pipeline,
-        clock=clock,
         chunking=ChunkSettings(settings.chunk_target_chars, settings.chunk_overlap_chars),
-        limits=limits,
-        max_original_bytes=settings.max_upload_bytes,
     )
     # Vectors are derived data: gone with the item, and dropped before an item is re-chunked.
     catalog.add_delete_hook(vectors.delete_by_item)
-    stages.add_before_rechunk(vectors.delete_by_item)
-    register_stages(registry, stages)
-    return service, catalog, pipeline
+    chunk.add_before_rechunk(vectors.delete_by_item)
+    pipeline.add(
+        ParseStage(
+            items=repos.items,
+            originals=originals,
+            limits=limits,
+            max_original_bytes=settings.max_upload_bytes,
+        )
+    )
+    pipeline.add(chunk)
+    return service, catalog
 
 
 def _build_embedding(
@@ -303,27 +342,12 @@ def _build_embedding(
     vectors: VectorStore,
     metrics: Metrics,
 ) -> Reembedder:
-    """The embed stage (after chunking, or recorded as skipped without a provider) and the
-    re-embed job, on the registry."""
+    """The embed stage (skipped by the runner without a provider) and the re-embed job."""
     writer = None
     if embedder is not None:
         writer = VectorWriter(embedder, vectors, batch_size=settings.embedding_batch_size)
-        pipeline.add_after_chunk(EMBED_ITEM)
-    else:
-        pipeline.add_skipped(EMBED_STAGE, NO_PROVIDER)
     seen = ModelSeen(repos.model_versions, clock)
-    stage = EmbedStage(
-        items=repos.items,
-        chunks=repos.chunks,
-        runs=repos.runs,
-        pipeline=pipeline,
-        clock=clock,
-        writer=writer,
-        seen=seen,
-        metrics=metrics,
-    )
-    # Registered with or without a provider: a job left from a run with one still settles.
-    register_embed_stage(registry, stage)
+    pipeline.add(EmbedStage(chunks=repos.chunks, writer=writer, seen=seen, metrics=metrics))
     reembed = Reembedder(
         queue=queue,
         chunks=repos.chunks,

@@ -93,28 +93,6 @@ def test_passages_carry_the_title_and_are_sent_in_one_call(settings: Settings) -
         assert any(t.startswith("Tidal notes\nSeals\n") for t in fake.texts)
 
 
-def test_the_item_is_ready_only_after_the_last_stage(settings: Settings) -> None:
-    with built(settings, embedder=FakeEmbedder()) as c:
-        statuses: list[ItemStatus] = []
-        ws = workspace_id(c)
-
-        def after_embed(ctx: JobContext) -> None:
-            statuses.append(c.repos.items.get(ws, item.id).status)
-
-        c.registry.register("test_after_embed", after_embed)
-        c.pipeline.add_after_chunk("test_after_embed")
-        item = c.ingest.ingest(ws, IngestRequest(text="A short note about turbines."))
-        pool = c.worker_pool(workers=1, name="test")
-        for _ in range(3):  # parse, chunk, embed
-            pool.run_one()
-            assert c.repos.items.get(ws, item.id).status is ItemStatus.PROCESSING
-        job = pool.run_one()
-        assert job is not None and job.kind == "test_after_embed"
-        # Embedding is done but another stage follows: the item is not ready yet.
-        assert statuses == [ItemStatus.PROCESSING]
-        assert c.vectors.count(ws) == 1
-
-
 def test_without_a_provider_ingestion_completes_and_the_stage_is_recorded_skipped(
     settings: Settings,
 ) -> None:
@@ -154,7 +132,7 @@ def test_a_model_of_another_width_is_refused_and_nothing_is_written(settings: Se
         assert "RELATA_EMBEDDING_DIMENSIONS=8" in (embed.last_error or "")
         failed = c.repos.items.get(ws, item.id)
         assert failed.status is ItemStatus.FAILED
-        assert failed.error and failed.error.startswith("could not embed:")
+        assert failed.error and failed.error.startswith("embed failed:")
         assert "RELATA_EMBEDDING_DIMENSIONS=8" in failed.error
         assert narrow.calls == []  # refused before any text was sent
         assert c.vectors.count(ws) == before  # nothing written, nothing mixed

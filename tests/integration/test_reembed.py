@@ -48,7 +48,7 @@ def test_reembedding_converges_to_one_vector_per_chunk_across_batches(
         assert c.vectors.count(ws) == 0
         assert c.model_status.counts(ws).embedded_other == {"model-a": chunks}
         first = c.reembed.start(ws)
-        assert first.idempotency_key == f"reembed:{ws}:model-b"
+        assert first is not None and first.idempotency_key == f"reembed:{ws}:model-b"
         jobs = drain(c)
         assert {j.kind for j in jobs} == {REEMBED_WORKSPACE}
         assert all(j.status is JobStatus.SUCCEEDED for j in jobs)
@@ -62,18 +62,21 @@ def test_reembedding_converges_to_one_vector_per_chunk_across_batches(
             "model-a": 384,
             "model-b": 16,
         }
-        # Nothing left: asking again finds nothing to do and stops after one run.
-        c.reembed.start(ws)
-        assert len(drain(c)) == 1
+        # Nothing left: asking again queues nothing at all.
+        assert c.reembed.start(ws) is None
+        assert drain(c) == []
 
 
 def test_asking_again_while_pending_returns_the_same_job(settings: Settings) -> None:
     with built(settings, embedder=FakeEmbedder()) as c:
-        ws = workspace_id(c)
+        ws = _ingest_all(c)
+        c.repos.chunks.clear_embedding_model(ws)
         first = c.reembed.start(ws)
-        assert c.reembed.start(ws).id == first.id
+        assert first is not None
+        again = c.reembed.start(ws)
+        assert again is not None and again.id == first.id
         rebuild = c.reembed.start(ws, all_chunks=True)
-        assert rebuild.id != first.id and rebuild.payload["all"] is True
+        assert rebuild is not None and rebuild.id != first.id and rebuild.payload["all"] is True
         assert c.reembed.outstanding(ws)
         drain(c)
         assert not c.reembed.outstanding(ws)

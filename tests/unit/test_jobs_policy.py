@@ -5,10 +5,14 @@ input validation that names the offending parameter before anything reaches the 
 from __future__ import annotations
 
 import random
+import sqlite3
 from typing import Any, cast
 
 import pytest
+import sqlalchemy as sa
 
+from relata.analysis.errors import AnalysisDisabled, InvalidModelOutput
+from relata.analysis.failures import ModelProviderFailed, ModelProviderUnavailable
 from relata.config.settings import load_settings
 from relata.domain.cancel import Cancelled
 from relata.domain.clock import ManualClock
@@ -16,7 +20,9 @@ from relata.domain.errors import (
     ConfigError,
     DuplicateKey,
     LeaseLost,
+    NotConfigured,
     NotFound,
+    Overloaded,
     Permanent,
     Unavailable,
     UnsupportedContent,
@@ -25,7 +31,15 @@ from relata.domain.errors import (
 from relata.domain.ports import JobRepository
 from relata.jobs.queue import MAX_PAYLOAD_BYTES, JobQueue
 from relata.jobs.registry import HandlerRegistry
-from relata.jobs.retry import Backoff, Outcome, classify, describe
+from relata.jobs.retry import (
+    MAX_ERROR_CHARS,
+    Backoff,
+    FailureClassifier,
+    Outcome,
+    classify,
+    describe,
+)
+from relata.storage.sql.transient import is_transient
 
 
 class _UntouchableStore:
@@ -59,31 +73,70 @@ def test_backoff_uses_full_jitter_between_zero_and_the_ceiling() -> None:
     assert min(draws) < 0.1 and max(draws) > 7.9
 
 
-@pytest.mark.parametrize(
-    ("exc", "outcome"),
-    [
-        (Permanent("invalid model output"), Outcome.PERMANENT),
-        (NotFound("item not found"), Outcome.PERMANENT),
-        (UnsupportedContent("not a PDF"), Outcome.PERMANENT),
-        (ValidationError("bad", field="x"), Outcome.PERMANENT),
-        (ConfigError("bad setting"), Outcome.PERMANENT),
-        (Cancelled("lease lost"), Outcome.ABANDONED),
-        (LeaseLost("gone"), Outcome.ABANDONED),
-        (Unavailable("model server down"), Outcome.TRANSIENT),
-        (TimeoutError("timed out"), Outcome.TRANSIENT),
-        (DuplicateKey("raced"), Outcome.TRANSIENT),
-        (RuntimeError("anything else"), Outcome.TRANSIENT),
-    ],
-)
-def test_only_transient_failures_are_retried(exc: Exception, outcome: Outcome) -> None:
-    assert classify(exc) is outcome
+def _sql_error(orig: Exception) -> sa.exc.OperationalError:
+    return sa.exc.OperationalError("UPDATE items SET ...", {}, orig)
 
 
-def test_a_recorded_error_is_the_type_and_a_short_message() -> None:
+class _PgError(Exception):
+    def __init__(self, sqlstate: str) -> None:
+        super().__init__(f"sqlstate {sqlstate}")
+        self.sqlstate = sqlstate
+
+
+# The one classifier's table (relata.jobs.retry): every error class to its outcome.
+CLASSIFIER_TABLE = [
+    (Permanent("invalid model output"), Outcome.PERMANENT),
+    (InvalidModelOutput("not_json"), Outcome.PERMANENT),
+    (ModelProviderFailed("the provider refused"), Outcome.PERMANENT),
+    (NotFound("item not found"), Outcome.PERMANENT),
+    (UnsupportedContent("not a PDF"), Outcome.PERMANENT),
+    (ValidationError("bad", field="x"), Outcome.PERMANENT),
+    (ConfigError("bad setting"), Outcome.PERMANENT),
+    # Programming errors are bugs: repeating them only spends the attempt budget.
+    (TypeError("unsupported operand"), Outcome.PERMANENT),
+    (AttributeError("no attribute"), Outcome.PERMANENT),
+    (KeyError("text"), Outcome.PERMANENT),
+    (RuntimeError("anything else"), Outcome.PERMANENT),
+    (Cancelled("lease lost"), Outcome.ABANDONED),
+    (LeaseLost("gone"), Outcome.ABANDONED),
+    (NotConfigured("no embedder"), Outcome.SKIP),
+    (AnalysisDisabled(), Outcome.SKIP),
+    (Unavailable("model server down"), Outcome.TRANSIENT),
+    (ModelProviderUnavailable("overloaded"), Outcome.TRANSIENT),
+    (Overloaded("busy"), Outcome.TRANSIENT),
+    (TimeoutError("timed out"), Outcome.TRANSIENT),
+    (ConnectionError("refused"), Outcome.TRANSIENT),
+    (ConnectionResetError("reset"), Outcome.TRANSIENT),
+    (DuplicateKey("raced"), Outcome.TRANSIENT),
+    (_sql_error(sqlite3.OperationalError("database is locked")), Outcome.TRANSIENT),
+    (_sql_error(_PgError("40001")), Outcome.TRANSIENT),  # serialization failure
+    (_sql_error(_PgError("40P01")), Outcome.TRANSIENT),  # deadlock
+    (_sql_error(_PgError("08006")), Outcome.TRANSIENT),  # connection failure
+    (_sql_error(sqlite3.OperationalError("no such table: items")), Outcome.PERMANENT),
+    (_sql_error(_PgError("42P01")), Outcome.PERMANENT),  # undefined table
+]
+
+
+@pytest.mark.parametrize(("exc", "outcome"), CLASSIFIER_TABLE)
+def test_the_classifier_table(exc: Exception, outcome: Outcome) -> None:
+    classifier = FailureClassifier([is_transient])
+    assert classifier.classify(exc) is outcome
+
+
+def test_without_the_sql_recogniser_a_database_error_is_permanent() -> None:
+    # The job layer knows no SQL: only the recogniser the composition root registers does.
+    assert classify(_sql_error(sqlite3.OperationalError("database is locked"))) is (
+        Outcome.PERMANENT
+    )
+
+
+def test_a_recorded_error_is_the_type_and_a_short_message_never_foreign_text() -> None:
     assert describe(NotFound("item not found")) == "NotFound: item not found"
-    assert describe(KeyError()) == "KeyError"
-    long = describe(ValueError("x" * 5000 + "\n\nmore"))
-    assert long.startswith("ValueError: xxx") and len(long) <= 320 and "\n" not in long
+    assert describe(KeyError("a key from the document")) == "KeyError"
+    assert describe(ValueError("a fragment of the document")) == "ValueError"
+    long = describe(Permanent("x" * 5000 + "\n\nmore"))
+    assert long.startswith("Permanent: xxx") and len(long) <= MAX_ERROR_CHARS
+    assert "\n" not in long
 
 
 def test_registering_a_kind_twice_or_a_bad_kind_is_refused() -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from relata.domain.errors import Permanent, Unavailable
+from relata.domain.errors import NotConfigured, Permanent
 
 TOO_LARGE: Final = "too_large"
 NOT_JSON: Final = "not_json"
@@ -57,7 +57,7 @@ class InvalidModelOutput(Permanent):
         self.reason = reason
 
 
-class AnalysisDisabled(Unavailable):
+class AnalysisDisabled(NotConfigured):
     """No language model is configured, or analysis is switched off."""
 
     code = "analysis_disabled"

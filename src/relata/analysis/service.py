@@ -28,9 +28,11 @@ from relata.analysis.answer import (
 )
 from relata.analysis.decode import decode_strict
 from relata.analysis.errors import AnalysisDisabled, InvalidModelOutput
+from relata.analysis.failures import provider_failure
 from relata.analysis.task import TaskSpec
 from relata.concurrency import AiCallLimiter
 from relata.domain.cancel import Cancel, Cancelled
+from relata.domain.errors import Permanent, Unavailable
 from relata.domain.ports import (
     Analyser,
     CompletionRequest,
@@ -165,13 +167,17 @@ class AnalysisService:
     ) -> AnswerResult:
         """Answer ``question`` from ``excerpts`` with checked citations.
 
-        Raises ``AnalysisDisabled`` when there is no model, and transport errors as raised by
-        the provider; an invalid or degenerate reply is an ``unavailable`` result, counted.
+        Raises ``AnalysisDisabled`` when there is no model, and a failed call as
+        ``ModelProviderFailed`` / ``ModelProviderUnavailable`` (``relata.analysis.failures``);
+        an invalid or degenerate reply is an ``unavailable`` result, counted.
         """
         self._require()
         items = [e if isinstance(e, Excerpt) else Excerpt(*e) for e in excerpts]
         messages = build_answer_prompt(question, items)
-        response = self.complete(ANSWER_TASK, messages, cancel)
+        try:
+            response = self.complete(ANSWER_TASK, messages, cancel)
+        except (Unavailable, Permanent) as exc:
+            raise provider_failure(exc) from exc
         return self.judge(response.content, [e.ref_id for e in items])
 
     def judge(self, raw_content: str, supplied_refs: Collection[str]) -> AnswerResult:

@@ -13,6 +13,7 @@ from relata.domain.errors import (
     Conflict,
     DuplicateItem,
     MissingWorkspace,
+    NotConfigured,
     NotFound,
     Overloaded,
     Permanent,
@@ -34,6 +35,7 @@ _STATUS: tuple[tuple[type[RelataError], int], ...] = (
     (Conflict, 409),
     (Overloaded, 503),
     (Unavailable, 503),
+    (NotConfigured, 503),
     (MissingWorkspace, 500),
     (Permanent, 502),
 )

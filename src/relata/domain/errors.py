@@ -17,6 +17,8 @@ chosen in exactly one place, ``relata.api.errors``.
     ├── MissingWorkspace         a repository call without a workspace (a programming error)
     ├── Unavailable              a dependency is down or overloaded (503)
     │   └── Overloaded           admission control refused the request
+    ├── NotConfigured            a feature's requirement is not configured here (no model):
+    │                            a pipeline stage that needs it is skipped, never retried
     └── Permanent                an operation that must not be retried
 """
 
@@ -101,6 +103,14 @@ class Unavailable(RelataError):
 
 class Overloaded(Unavailable):
     code = "overloaded"
+
+
+class NotConfigured(RelataError):
+    """What a feature needs is not configured in this deployment (no language model, no
+    embedding provider). Not a failure of the request's data and not transient: a pipeline
+    stage that meets it is recorded as ``skipped`` and the item goes on (degraded)."""
+
+    code = "not_configured"
 
 
 class Permanent(RelataError):

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from relata.domain.vocabulary import RunOutcome
+
 JSONDict = dict[str, Any]
 
 
@@ -124,6 +126,8 @@ class Item:
     chunk_count: int = 0
     error: str | None = None
     updated_at: datetime | None = None
+    #: The pipeline stage whose failure left the item ``failed`` (a ``StageKind`` value).
+    failed_stage: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,7 +233,7 @@ class ProcessingRun:
     item_id: str
     stage: str
     started_at: datetime
-    outcome: str = "running"
+    outcome: RunOutcome = RunOutcome.RUNNING
     finished_at: datetime | None = None
     versions: dict[str, str] = field(default_factory=dict)
     details: JSONDict = field(default_factory=dict)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
@@ -75,20 +76,33 @@ class ItemRepository(Protocol):
     ) -> list[Item]: ...
     def count(self, workspace_id: str) -> int: ...
     def set_status(
-        self, workspace_id: str, item_id: str, status: ItemStatus, *, error: str | None = None
-    ) -> None: ...
-    def set_text(self, workspace_id: str, item_id: str, text: str) -> None: ...
-    def set_parsed(
         self,
         workspace_id: str,
         item_id: str,
+        status: ItemStatus,
         *,
-        text: str,
-        structure: dict[str, Any],
-        title: str | None = None,
-        status: ItemStatus = ItemStatus.PROCESSING,
-        run: ProcessingRun | None = None,
+        error: str | None = None,
+        failed_stage: str | None = None,
     ) -> None: ...
+    def filter_live(
+        self,
+        workspace_id: str,
+        item_ids: Sequence[str],
+        *,
+        source_type: str | None = None,
+        created_from: datetime | None = None,
+        created_to: datetime | None = None,
+    ) -> set[str]:
+        """Which of ``item_ids`` are live and pass the filters (search's re-read)."""
+        ...
+
+    def list_failed(
+        self, workspace_id: str, *, stage: str | None = None, limit: int
+    ) -> builtins.list[Item]:
+        """Up to ``limit`` failed live items (those that failed at ``stage``), oldest first."""
+        ...
+
+    def set_text(self, workspace_id: str, item_id: str, text: str) -> None: ...
     def get_parsed(self, workspace_id: str, item_id: str) -> tuple[Item, dict[str, Any] | None]: ...
     def status_counts(self, workspace_id: str, item_ids: Sequence[str]) -> dict[str, int]: ...
     def mark_deleted(self, workspace_id: str, item_id: str) -> Item: ...
@@ -108,16 +122,15 @@ class ChunkToEmbed:
 
 
 class ChunkRepository(Protocol):
-    def replace_for_item(
-        self,
-        workspace_id: str,
-        item_id: str,
-        chunks: Sequence[Chunk],
-        *,
-        item_status: ItemStatus | None = None,
-        runs: Sequence[ProcessingRun] = (),
-    ) -> None: ...
+    def replace_for_item(self, workspace_id: str, item_id: str, chunks: Sequence[Chunk]) -> None:
+        """Exactly one generation of the item's chunks (``NotFound`` when it is gone)."""
+        ...
+
     def list_for_item(self, workspace_id: str, item_id: str) -> list[Chunk]: ...
+    def get_many(self, workspace_id: str, chunk_ids: Sequence[str]) -> list[Chunk]:
+        """The chunks among ``chunk_ids`` of this workspace, in the order given."""
+        ...
+
     def count(self, workspace_id: str) -> int: ...
     def list_to_embed(self, workspace_id: str, item_id: str) -> list[ChunkToEmbed]:
         """The live item's chunks in order; ``NotFound`` when the item is gone."""
@@ -127,19 +140,8 @@ class ChunkRepository(Protocol):
         """Up to ``limit`` chunks of live items not yet embedded with ``model``."""
         ...
 
-    def set_embedding_model(
-        self,
-        workspace_id: str,
-        chunk_ids: Sequence[str],
-        model: str,
-        *,
-        item_id: str | None = None,
-        item_status: ItemStatus | None = None,
-        run: ProcessingRun | None = None,
-    ) -> int:
-        """Stamp the chunks with the model that embedded them; with ``item_id`` (the chunks'
-        item, ``NotFound`` when gone), its new status and the stage's run in the same
-        transaction. Returns how many chunks were stamped."""
+    def set_embedding_model(self, workspace_id: str, chunk_ids: Sequence[str], model: str) -> int:
+        """Stamp the chunks with the model that embedded them; how many were stamped."""
         ...
 
     def count_by_embedding_model(self, workspace_id: str) -> dict[str | None, int]:
@@ -150,11 +152,50 @@ class ChunkRepository(Protocol):
         """Mark every chunk of the workspace as not embedded (before a rebuild)."""
         ...
 
-    def mark_ready_when_embedded(
-        self, workspace_id: str, item_ids: Sequence[str], model: str, *, error_prefix: str
-    ) -> int:
-        """Mark ``ready`` those of the items that failed with an error starting with
-        ``error_prefix`` and now have every chunk embedded with ``model``."""
+
+class StageTransaction(Protocol):
+    """One write transaction of the pipeline, scoped to one workspace: a stage's result, its
+    processing run, the item's status, the next stage's job and the finished job's completion
+    are committed together or not at all (``relata.pipeline``). Every method that names an
+    item raises ``NotFound`` when the item is gone (deleted meanwhile), which rolls all back.
+    """
+
+    def store_parsed(
+        self, item_id: str, *, text: str, structure: dict[str, Any], title: str | None
+    ) -> None:
+        """The parse stage's result: the text, its structure and (when given) a title."""
+        ...
+
+    def replace_chunks(self, item_id: str, chunks: Sequence[Chunk]) -> None:
+        """The chunk stage's result: exactly one generation of the item's chunks."""
+        ...
+
+    def stamp_embedding_model(self, item_id: str, chunk_ids: Sequence[str], model: str) -> int:
+        """The embed stage's result: the item's chunks stamped with the model."""
+        ...
+
+    def add_run(self, run: ProcessingRun) -> None: ...
+    def set_item_status(
+        self,
+        item_id: str,
+        status: ItemStatus,
+        *,
+        error: str | None = None,
+        failed_stage: str | None = None,
+    ) -> None: ...
+    def enqueue(self, job: Job) -> Job:
+        """Add a pending job, or return the pending job that already has its key."""
+        ...
+
+    def complete_job(self, job_id: str, owner: str, now: datetime) -> None:
+        """Mark the running job ``succeeded``; ``LeaseLost`` (all rolled back) when ``owner``
+        no longer holds its lease, so a stale worker's result is never committed."""
+        ...
+
+
+class UnitOfWork(Protocol):
+    def begin(self, workspace_id: str) -> AbstractContextManager[StageTransaction]:
+        """A write transaction: committed when the block ends, rolled back if it raises."""
         ...
 
 
@@ -369,7 +410,15 @@ class Embedder(Protocol):
     @property
     def dimensions(self) -> int: ...
 
+    @property
+    def provider(self) -> str:
+        """A bounded label for metrics and runs: ``local``, ``ollama``, ``openai``."""
+        ...
+
     def embed(self, texts: Sequence[str], cancel: Cancel) -> list[list[float]]: ...
+    def close(self) -> None:
+        """Release sessions and threads; the embedder is not used afterwards."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ whatever was stored for a chunk is overwritten), stamps them, and re-enqueues it
 the same key for the rest. The running job is not *pending*, so the partial unique index
 admits its follow-up; a request arriving meanwhile converges on that one pending job. So no
 lease is held for longer than one batch, a crash loses at most one batch of work (redone
-idempotently), and the loop ends when a batch comes back short, or made no progress.
+idempotently), and the loop ends with the first batch that makes no progress.
 
 With ``all_chunks`` (``relata reembed --all``, ``POST .../reembed?all=true``) it rebuilds the
 workspace's vectors from scratch: the first run deletes them and marks every chunk not
@@ -22,9 +22,11 @@ never folded into a plain re-embedding; its follow-ups are plain batches.
 Progress: each follow-up's payload carries ``done`` (chunks re-embedded so far) and
 ``batches``; ``GET /api/v1/settings/models`` shows it with the workspace's counts.
 
-Items that failed at the embed stage (``could not embed: ...``, e.g. a width refused before
-``RELATA_EMBEDDING_DIMENSIONS`` was fixed) become ``ready`` once every chunk of theirs is
-embedded with the current model, when embedding is the pipeline's last stage.
+Items that failed at the embed stage (``items.failed_stage``; e.g. a width refused before
+``RELATA_EMBEDDING_DIMENSIONS`` was fixed) are reprocessed from that stage by ``start``
+(``Pipeline.reprocess_failed``), so they go on through the stages after it as well. With
+nothing to do (every chunk embedded with the current model, no failed item) ``start``
+queues nothing and returns None.
 """
 
 from __future__ import annotations
@@ -36,11 +38,12 @@ from typing import Any
 from relata.domain.errors import Conflict, Permanent
 from relata.domain.models import Job, JobStatus
 from relata.domain.ports import ChunkRepository
-from relata.embeddings.stage import EMBED_ITEM, ERROR_PREFIX, ModelSeen, VectorWriter
-from relata.ingest.pipeline import Pipeline
+from relata.domain.vocabulary import StageKind
+from relata.embeddings.stage import ModelSeen, VectorWriter
 from relata.jobs.queue import JobQueue
 from relata.jobs.registry import HandlerRegistry, JobContext
 from relata.observability.metrics import Metrics
+from relata.pipeline import Pipeline
 
 log = logging.getLogger("relata.embeddings")
 
@@ -93,15 +96,18 @@ class Reembedder:
     def available(self) -> bool:
         return self._writer is not None
 
-    def start(self, workspace_id: str, *, all_chunks: bool = False) -> Job:
+    def start(self, workspace_id: str, *, all_chunks: bool = False) -> Job | None:
         """Enqueue the re-embedding of the workspace (or return the one already pending);
         ``all_chunks`` rebuilds every vector, not only those of chunks not embedded with the
-        current model."""
+        current model. Items that failed at the embed stage are reprocessed from it. None
+        when there is nothing to re-embed."""
         if self._writer is None:
             raise Conflict(NO_PROVIDER_MESSAGE, code="embedding_unavailable")
-        return self._enqueue(
-            self._queue, workspace_id, self._writer.model_id, 0, 0, all_chunks=all_chunks
-        )
+        model = self._writer.model_id
+        self._pipeline.reprocess_failed(workspace_id, stage=StageKind.EMBED)
+        if not all_chunks and not self._chunks.list_unembedded(workspace_id, model, limit=1):
+            return None
+        return self._enqueue(self._queue, workspace_id, model, 0, 0, all_chunks=all_chunks)
 
     def latest(self, workspace_id: str) -> Job | None:
         """The workspace's newest re-embed job (the pending follow-up while one is under way)."""
@@ -162,20 +168,15 @@ class Reembedder:
                 workspace_id, [w.chunk.id for w in batch], model
             )
             self._seen.record(workspace_id, model, dimensions)
-            if self._embedding_is_last():
-                self._chunks.mark_ready_when_embedded(
-                    workspace_id,
-                    [w.chunk.item_id for w in batch],
-                    model,
-                    error_prefix=ERROR_PREFIX,
-                )
             if self._metrics is not None:
                 elapsed = time.perf_counter() - t0
                 self._metrics.embedded_chunks.labels(writer.provider, "reembed").inc(written)
                 self._metrics.embed_duration.labels(writer.provider, "reembed").observe(elapsed)
         done = chunks_done(ctx.job) + stamped
         batches = _count(ctx.job.payload, "batches") + 1
-        more = len(batch) >= self._batch and stamped > 0
+        # Any progress gets a follow-up: the last one finds nothing left, ends the loop, and
+        # its payload carries the final count that the model status page shows.
+        more = stamped > 0
         if more:
             self._enqueue(ctx.queue, workspace_id, model, done, batches)
         log.info(
@@ -191,12 +192,6 @@ class Reembedder:
                 }
             },
         )
-
-    def _embedding_is_last(self) -> bool:
-        try:
-            return self._pipeline.next_after(EMBED_ITEM) is None
-        except ValueError:  # the stage is not in this pipeline
-            return False
 
 
 def register_reembed(registry: HandlerRegistry, reembedder: Reembedder) -> None:

@@ -13,57 +13,43 @@ call (the embedder cuts them into batches of RELATA_EMBEDDING_BATCH_SIZE, the lo
 by length), passing the job's ``cancel`` every time, and upserts each group's vectors with the
 thin payload. Chunk ids are point ids, so running it again overwrites in place.
 
-The stage reads the item's chunks once, writes their vectors, then in one transaction stamps
-the chunks with the model, records its processing run and, when it is the pipeline's last
-stage, marks the item ``ready``; then it enqueues the next stage, if any. ``model_versions``
-is updated at most once a minute per workspace (``ModelSeen``), not once per item. A
-deleted item is ``NotFound`` (the job fails at once); a permanent failure, or a transient
-one on the last attempt, marks the item ``failed`` with ``could not embed: <reason>``. With
-no embedding provider the stage is not in the pipeline at all (the chunk stage records it
-as ``skipped``); a job left over from before is recorded as skipped the same way.
+``EmbedStage`` (``relata.pipeline.Stage``, requires an embedder) reads the item's chunks once
+and writes their vectors; its result stamps the chunks with the model, which the runner
+commits with the run, the item's status and the next stage's job. ``model_versions`` is
+updated at most once a minute per workspace (``ModelSeen``), not once per item. Failure,
+retries and the skip without a provider are the runner's (``relata.pipeline.runner``).
 """
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any
 
-from relata.domain.cancel import Cancel, Cancelled
-from relata.domain.errors import LeaseLost, NotFound, Permanent
-from relata.domain.models import Chunk, ItemStatus, ProcessingRun
+from relata.domain.cancel import Cancel
+from relata.domain.errors import Permanent
+from relata.domain.models import Chunk
 from relata.domain.ports import (
     ChunkRepository,
     ChunkToEmbed,
     Clock,
     Embedder,
-    ItemRepository,
     ModelVersionRepository,
-    ProcessingRunRepository,
+    StageTransaction,
     VectorRecord,
     VectorStore,
 )
-from relata.ingest.pipeline import Pipeline, StagePayload, stage_run
-from relata.jobs.registry import HandlerRegistry, JobContext
+from relata.domain.vocabulary import StageKind
 from relata.observability.metrics import Metrics
+from relata.pipeline import Requirement, StagePayload, StageResult
 
-log = logging.getLogger("relata.embeddings")
-
-EMBED_ITEM = "embed_item"
-EMBED_STAGE = "embed"
-NO_PROVIDER = "no embedding provider"
-#: Every error the stage leaves on an item starts so; re-embedding recovers those items.
-ERROR_PREFIX = "could not embed:"
 MODEL_KIND = "embedding"
 
 GROUP_TEXTS = 256
 MAX_TITLE_CHARS = 200
 MAX_HEADINGS_CHARS = 200
 MAX_PASSAGE_CHARS = 8000
-_ERROR_CHARS = 500
 
 
 def passage(title: str, chunk: Chunk) -> str:
@@ -81,7 +67,7 @@ def passage(title: str, chunk: Chunk) -> str:
 
 def provider_of(embedder: Embedder) -> str:
     """A bounded label for metrics and runs: local, ollama, openai (or ``other``)."""
-    provider = getattr(embedder, "provider", "")
+    provider = embedder.provider
     return provider if provider in {"local", "ollama", "openai"} else "other"
 
 
@@ -184,155 +170,57 @@ class ModelSeen:
             raise
 
 
-def _short(exc: BaseException) -> str:
-    message = getattr(exc, "message", None) or type(exc).__name__
-    return " ".join(str(message).split())[:_ERROR_CHARS]
-
-
 class EmbedStage:
+    """``embed``: the item's chunks become vectors (see the module docstring)."""
+
+    kind = StageKind.EMBED
+    requires = frozenset({Requirement.EMBEDDER})
+
     def __init__(
         self,
         *,
-        items: ItemRepository,
         chunks: ChunkRepository,
-        runs: ProcessingRunRepository,
-        pipeline: Pipeline,
-        clock: Clock,
         writer: VectorWriter | None,
         seen: ModelSeen,
         metrics: Metrics | None = None,
     ) -> None:
-        self._items = items
         self._chunks = chunks
-        self._runs = runs
-        self._pipeline = pipeline
-        self._clock = clock
         self._writer = writer
         self._seen = seen
         self._metrics = metrics
 
-    def embed_item(self, ctx: JobContext) -> None:
-        p = StagePayload.from_job(ctx.job)
-        started, t0 = self._clock.now(), time.perf_counter()
-        work = self._chunks.list_to_embed(p.workspace_id, p.item_id)
-        following = self._following()
-        status = ItemStatus.READY if following is None else None
+    @property
+    def versions(self) -> dict[str, str]:
+        return {"embedding_model": self._writer.model_id} if self._writer else {}
+
+    def run(self, payload: StagePayload, cancel: Cancel) -> StageResult:
         writer = self._writer
-        if writer is None:
-            run = self._run(
-                p,
-                started,
-                {},
-                {"generation": p.generation, "reason": NO_PROVIDER},
-                outcome="skipped",
-            )
-            # No chunk to stamp: only the item's status and the run.
-            self._chunks.set_embedding_model(
-                p.workspace_id, [], "", item_id=p.item_id, item_status=status, run=run
-            )
-        else:
-            dimensions = writer.check_width()
-            written = writer.write(work, ctx.cancel)
-            elapsed = time.perf_counter() - t0
-            run = self._run(
-                p,
-                started,
-                {"embedding_model": writer.model_id},
-                {
-                    "generation": p.generation,
-                    "chunks": written,
-                    "dimensions": dimensions,
-                    "provider": writer.provider,
-                    "duration_ms": round(elapsed * 1000, 2),
-                },
-                outcome="succeeded",
-            )
-            self._chunks.set_embedding_model(
-                p.workspace_id,
-                [w.chunk.id for w in work],
-                writer.model_id,
-                item_id=p.item_id,
-                item_status=status,
-                run=run,
-            )
-            self._seen.record(p.workspace_id, writer.model_id, dimensions)
+        if writer is None:  # the runner skips the stage first; a direct call says the same
+            return StageResult.skipped(Requirement.EMBEDDER.missing_reason)
+        t0 = time.perf_counter()
+        work = self._chunks.list_to_embed(payload.workspace_id, payload.item_id)
+        dimensions = writer.check_width()
+        written = writer.write(work, cancel)
+        elapsed = time.perf_counter() - t0
+        ids = [w.chunk.id for w in work]
+
+        def write(tx: StageTransaction) -> None:
+            tx.stamp_embedding_model(payload.item_id, ids, writer.model_id)
+
+        def after_commit() -> None:
+            self._seen.record(payload.workspace_id, writer.model_id, dimensions)
             if self._metrics is not None:
                 self._metrics.embedded_chunks.labels(writer.provider, "stage").inc(written)
                 self._metrics.embed_duration.labels(writer.provider, "stage").observe(elapsed)
-        if following is not None:
-            self._pipeline.enqueue(
-                following, StagePayload(p.workspace_id, p.item_id, p.generation), ctx.queue
-            )
 
-    def _following(self) -> str | None:
-        """The stage after this one; None when it is the last (or, for a job left from a
-        deployment with a provider, not in this pipeline at all: the pass ends here)."""
-        try:
-            return self._pipeline.next_after(EMBED_ITEM)
-        except ValueError:
-            return None
-
-    def handle(self, ctx: JobContext) -> None:
-        """``embed_item`` for the worker: marks the item failed when the failure is final."""
-        try:
-            self.embed_item(ctx)
-        except (Cancelled, LeaseLost, NotFound):
-            raise
-        except Permanent as exc:
-            self._fail(ctx, f"{ERROR_PREFIX} {_short(exc)}")
-            raise
-        except Exception as exc:
-            if ctx.job.attempts >= ctx.job.max_attempts:
-                self._fail(
-                    ctx,
-                    f"{ERROR_PREFIX} failed after {ctx.job.attempts} attempts "
-                    f"({type(exc).__name__}: {_short(exc)})",
-                )
-            raise
-
-    def _run(
-        self,
-        p: StagePayload,
-        started: datetime,
-        versions: dict[str, str],
-        details: dict[str, Any],
-        *,
-        outcome: str,
-        error: str | None = None,
-    ) -> ProcessingRun:
-        return stage_run(
-            p.workspace_id,
-            p.item_id,
-            EMBED_STAGE,
-            started,
-            self._clock.now(),
-            versions,
-            details,
-            outcome=outcome,
-            error=error,
+        return StageResult(
+            write=write,
+            versions={"embedding_model": writer.model_id},
+            details={
+                "chunks": written,
+                "dimensions": dimensions,
+                "provider": writer.provider,
+                "embed_ms": round(elapsed * 1000, 2),
+            },
+            after_commit=after_commit,
         )
-
-    def _fail(self, ctx: JobContext, error: str) -> None:
-        """Mark the item failed and record the failed run (best effort: it may be gone)."""
-        try:
-            p = StagePayload.from_job(ctx.job)
-            versions = {"embedding_model": self._writer.model_id} if self._writer else {}
-            self._items.set_status(p.workspace_id, p.item_id, ItemStatus.FAILED, error=error)
-            self._runs.add(
-                self._run(
-                    p,
-                    self._clock.now(),
-                    versions,
-                    {"generation": p.generation},
-                    outcome="failed",
-                    error=error,
-                )
-            )
-        except NotFound:
-            pass
-        except Exception:  # the job's own failure is recorded by the queue
-            log.warning("could not mark an item failed", extra={"fields": {"job_id": ctx.job.id}})
-
-
-def register_embed_stage(registry: HandlerRegistry, stage: EmbedStage) -> None:
-    registry.register(EMBED_ITEM, stage.handle)

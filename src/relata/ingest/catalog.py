@@ -11,6 +11,8 @@ items table, so a leftover vector can never surface a deleted item.
 
 from __future__ import annotations
 
+import builtins
+
 import logging
 import threading
 from collections.abc import Callable
@@ -19,16 +21,15 @@ from datetime import datetime
 from pathlib import Path
 
 from relata.domain.errors import NotFound, ValidationError
-from relata.domain.models import Item, ItemStatus, Job, ProcessingRun, SourceType
+from relata.domain.models import Item, ItemStatus, ProcessingRun, SourceType
 from relata.domain.ports import ItemRepository, ProcessingRunRepository
 from relata.ingest.originals import EXTENSIONS, OriginalStore
-from relata.ingest.pipeline import Pipeline, StagePayload
 from relata.ingest.validation import MEDIA_TYPES
+from relata.pipeline import Pipeline, Reprocessing
 
 log = logging.getLogger("relata.ingest")
 
 MAX_PAGE = 1000
-PARSE_STAGE = "parse"
 
 #: Called with (workspace_id, item_id) when an item's derived data must go.
 ItemHook = Callable[[str, str], object]
@@ -46,13 +47,6 @@ class StoredOriginal:
     media_type: str
     download_name: str
     size_bytes: int
-
-
-@dataclass(frozen=True, slots=True)
-class Reprocessing:
-    item: Item
-    job: Job
-    generation: int
 
 
 class ItemCatalog:
@@ -136,19 +130,19 @@ class ItemCatalog:
         self._items.delete(workspace_id, item_id)
         log.info("item deleted", extra={"fields": {"item_id": item_id}})
 
-    def reprocess(self, workspace_id: str, item_id: str) -> Reprocessing:
-        """Start a new pass of the pipeline over the item. Asking again before the new pass
-        has begun returns the same pending job."""
-        self._items.get(workspace_id, item_id)
-        passes = sum(
-            1 for r in self._runs.list_for_item(workspace_id, item_id) if r.stage == PARSE_STAGE
-        )
-        generation = passes + 1
-        self._items.set_status(workspace_id, item_id, ItemStatus.PENDING)
-        job = self._pipeline.start(StagePayload(workspace_id, item_id, generation))
-        return Reprocessing(
-            item=self._items.get(workspace_id, item_id), job=job, generation=generation
-        )
+    def reprocess(
+        self, workspace_id: str, item_id: str, *, from_stage: str | None = None
+    ) -> Reprocessing:
+        """A new pass of the pipeline over the item from ``from_stage`` (default: the stage
+        it failed at, else the first). Asking again before the new pass has begun returns
+        the same pending job."""
+        return self._pipeline.reprocess(workspace_id, item_id, from_stage=from_stage)
+
+    def reprocess_failed(
+        self, workspace_id: str, *, stage: str | None = None, from_stage: str | None = None
+    ) -> builtins.list[Reprocessing]:
+        """Reprocess the workspace's failed items (those that failed at ``stage``)."""
+        return self._pipeline.reprocess_failed(workspace_id, stage=stage, from_stage=from_stage)
 
 
 def _download_name(item: Item) -> str:

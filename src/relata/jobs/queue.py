@@ -69,7 +69,7 @@ class JobQueue:
         return self._clock
 
     # ------------------------------------------------------------ producers
-    def enqueue(
+    def new_job(
         self,
         kind: str,
         workspace_id: str | None,
@@ -80,7 +80,8 @@ class JobQueue:
         run_after: datetime | None = None,
         max_attempts: int | None = None,
     ) -> Job:
-        """Add a pending job; with a key that already has a pending job, return that one."""
+        """A validated pending job, not yet stored: for a unit of work that enqueues it in
+        its own transaction (then call ``notify``)."""
         if not isinstance(kind, str) or not KIND_PATTERN.match(kind):
             raise ValidationError(
                 "job kind must be 1-64 lowercase letters, digits or _ . : -", field="kind"
@@ -106,23 +107,44 @@ class JobQueue:
         if budget < 1:
             raise ValidationError("max_attempts must be at least 1", field="max_attempts")
         now = self._clock.now()
-        job = self._repo.enqueue(
-            Job(
-                id=new_id(),
-                kind=kind,
-                status=JobStatus.PENDING,
-                payload=payload,
-                priority=priority,
-                run_after=run_after or now,
-                attempts=0,
-                max_attempts=budget,
-                created_at=now,
-                workspace_id=workspace_id,
-                idempotency_key=idempotency_key,
-                correlation_id=get_correlation_id(),
-            )
+        return Job(
+            id=new_id(),
+            kind=kind,
+            status=JobStatus.PENDING,
+            payload=payload,
+            priority=priority,
+            run_after=run_after or now,
+            attempts=0,
+            max_attempts=budget,
+            created_at=now,
+            workspace_id=workspace_id,
+            idempotency_key=idempotency_key,
+            correlation_id=get_correlation_id(),
         )
-        self._notify()
+
+    def enqueue(
+        self,
+        kind: str,
+        workspace_id: str | None,
+        payload: dict[str, Any],
+        *,
+        idempotency_key: str | None = None,
+        priority: int = 0,
+        run_after: datetime | None = None,
+        max_attempts: int | None = None,
+    ) -> Job:
+        """Add a pending job; with a key that already has a pending job, return that one."""
+        job = self.new_job(
+            kind,
+            workspace_id,
+            payload,
+            idempotency_key=idempotency_key,
+            priority=priority,
+            run_after=run_after,
+            max_attempts=max_attempts,
+        )
+        job = self._repo.enqueue(job)
+        self.notify()
         return job
 
     def subscribe(self, listener: Callable[[], None]) -> None:
@@ -135,7 +157,8 @@ class JobQueue:
             if listener in self._listeners:
                 self._listeners.remove(listener)
 
-    def _notify(self) -> None:
+    def notify(self) -> None:
+        """Wake this process's idle workers (after jobs were enqueued)."""
         with self._listeners_lock:
             listeners = list(self._listeners)
         for listener in listeners:

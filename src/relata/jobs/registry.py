@@ -10,13 +10,36 @@ treated is decided in ``relata.jobs.retry``.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 
 from relata.concurrency import AiCallLimiter
 from relata.domain.cancel import Cancel
 from relata.domain.models import Job
 from relata.jobs.queue import KIND_PATTERN, JobQueue
+
+
+class Settlement:
+    """Whether a job's completion was already written by its handler, and the lock that keeps
+    lease maintenance from renewing a job while that completion commits.
+
+    A handler that completes its own job inside its result's transaction (the pipeline's
+    stage runner) does so under ``settling()``; the pool's heartbeat takes the same lock and
+    skips a settled job, so a renewal can never race a completion into a false "lease lost".
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.settled = False
+
+    @contextmanager
+    def settling(self, *, completes: bool = True) -> Iterator[None]:
+        """Hold the lock while the block writes (and, with ``completes``, commits the job's
+        completion); the job counts as settled only if the block ends without an error."""
+        with self.lock:
+            yield
+            self.settled = self.settled or completes
 
 
 @dataclass
@@ -25,6 +48,8 @@ class JobContext:
     cancel: Cancel  # fired when the lease is lost or at the shutdown deadline
     queue: JobQueue  # to enqueue the next pipeline stage
     ai: AiCallLimiter  # the shared AI-call limit
+    owner: str = ""  # the lease token of this attempt
+    settlement: Settlement = field(default_factory=Settlement)
 
 
 Handler = Callable[[JobContext], None]

@@ -21,15 +21,16 @@ import secrets
 import socket
 import threading
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 
 from relata.concurrency import AiCallLimiter
 from relata.domain.cancel import Cancel
 from relata.domain.errors import LeaseLost
 from relata.domain.models import Job, JobStatus
 from relata.jobs.queue import JobQueue
-from relata.jobs.registry import HandlerRegistry, JobContext
-from relata.jobs.retry import Backoff, Outcome, classify, describe
+from relata.jobs.registry import HandlerRegistry, JobContext, Settlement
+from relata.jobs.retry import DEFAULT_CLASSIFIER, Backoff, FailureClassifier, Outcome, describe
 from relata.observability.context import correlation
 from relata.observability.metrics import Metrics
 
@@ -46,6 +47,9 @@ class _Lease:
     owner: str
     cancel: Cancel = field(default_factory=Cancel)
     lost: bool = False
+    # Held while the job's completion is written (by the handler or by the pool), so the
+    # heartbeat never renews, and never reports as lost, a job that is being settled.
+    settlement: Settlement = field(default_factory=Settlement)
 
 
 def default_worker_name() -> str:
@@ -65,6 +69,8 @@ class WorkerPool:
         metrics: Metrics | None = None,
         name: str | None = None,
         heartbeat_seconds: float | None = None,
+        classifier: FailureClassifier | None = None,
+        settle_attempts: int = 5,
     ) -> None:
         if workers < 1:
             raise ValueError("a worker pool needs at least one worker")
@@ -75,6 +81,8 @@ class WorkerPool:
         self._poll = poll_seconds
         self._backoff = backoff
         self._metrics = metrics
+        self._classifier = classifier or DEFAULT_CLASSIFIER
+        self._settle_attempts = max(1, settle_attempts)
         self.name = (name or default_worker_name())[:60]
         self._heartbeat = heartbeat_seconds or queue.lease_seconds / 3
         self._leases: dict[str, _Lease] = {}
@@ -210,7 +218,14 @@ class WorkerPool:
                 log.error("no handler for job kind", extra={"fields": fields})
                 return self._settle_failed(lease, f"no handler registered for kind {job.kind!r}")
             log.info("job started", extra={"fields": fields})
-            ctx = JobContext(job=job, cancel=lease.cancel, queue=self._queue, ai=self._ai)
+            ctx = JobContext(
+                job=job,
+                cancel=lease.cancel,
+                queue=self._queue,
+                ai=self._ai,
+                owner=lease.owner,
+                settlement=lease.settlement,
+            )
             started = time.monotonic()
             error: BaseException | None = None
             try:
@@ -224,12 +239,12 @@ class WorkerPool:
             if error is None:
                 return self._settle_succeeded(lease, fields)
             fields["error_type"] = type(error).__name__
-            outcome = classify(error)
+            outcome = self._classifier.classify(error)
             if outcome is Outcome.ABANDONED:
                 log.info("job attempt abandoned", extra={"fields": fields})
                 self._count(job, "abandoned")
                 return job
-            if outcome is Outcome.PERMANENT:
+            if outcome is Outcome.PERMANENT or outcome is Outcome.SKIP:
                 log.warning("job failed permanently", extra={"fields": fields})
                 return self._settle_failed(lease, describe(error))
             if job.attempts >= job.max_attempts:
@@ -241,9 +256,35 @@ class WorkerPool:
                 )
             return self._settle_retry(lease, describe(error), fields)
 
+    def _settle(self, lease: _Lease, write: Callable[[], Job]) -> Job:
+        """Write a job's settlement under its settlement lock, retrying a busy store a bounded
+        number of times: a job must not stay ``running`` until its lease expires because the
+        database was locked for a moment when it finished."""
+        for attempt in range(1, self._settle_attempts + 1):
+            try:
+                with lease.settlement.settling():
+                    return write()
+            except LeaseLost:
+                raise
+            except Exception as exc:
+                transient = self._classifier.classify(exc) is Outcome.TRANSIENT
+                if not transient or attempt == self._settle_attempts:
+                    raise
+                self._stopping.wait(min(2.0, 0.1 * 2**attempt))
+        raise AssertionError("unreachable")  # pragma: no cover
+
     def _settle_succeeded(self, lease: _Lease, fields: dict[str, object]) -> Job:
+        if lease.settlement.settled:  # the handler committed the completion with its result
+            log.info("job succeeded", extra={"fields": fields})
+            self._count(lease.job, "succeeded")
+            return replace(
+                lease.job,
+                status=JobStatus.SUCCEEDED,
+                lease_expires_at=None,
+                finished_at=self._queue.clock.now(),
+            )
         try:
-            done = self._queue.complete(lease.job.id, lease.owner)
+            done = self._settle(lease, lambda: self._queue.complete(lease.job.id, lease.owner))
         except LeaseLost:
             return self._refused(lease, "completion")
         log.info("job succeeded", extra={"fields": fields})
@@ -252,7 +293,7 @@ class WorkerPool:
 
     def _settle_failed(self, lease: _Lease, error: str) -> Job:
         try:
-            failed = self._queue.fail(lease.job.id, lease.owner, error)
+            failed = self._settle(lease, lambda: self._queue.fail(lease.job.id, lease.owner, error))
         except LeaseLost:
             return self._refused(lease, "failure")
         self._count(lease.job, "failed")
@@ -261,7 +302,9 @@ class WorkerPool:
     def _settle_retry(self, lease: _Lease, error: str, fields: dict[str, object]) -> Job:
         delay = self._backoff.delay(lease.job.attempts)
         try:
-            again = self._queue.retry(lease.job.id, lease.owner, error, delay)
+            again = self._settle(
+                lease, lambda: self._queue.retry(lease.job.id, lease.owner, error, delay)
+            )
         except LeaseLost:
             return self._refused(lease, "retry")
         fields["retry_in_s"] = round(delay, 3)
@@ -289,7 +332,10 @@ class WorkerPool:
             leases = [lease for lease in self._leases.values() if not lease.lost]
         for lease in leases:
             try:
-                self._queue.heartbeat(lease.job.id, lease.owner)
+                with lease.settlement.lock:
+                    if lease.settlement.settled:
+                        continue  # finished: nothing to renew, and no lease to lose
+                    self._queue.heartbeat(lease.job.id, lease.owner)
             except LeaseLost:
                 self._lose(lease)
                 log.warning(

@@ -15,11 +15,9 @@
    forge), calls the model and judges the reply: citations are resolved against the supplied
    references, fabricated ones dropped and counted, and an invalid or degenerate reply becomes
    ``unavailable`` with its reason. Either way the sources are returned.
-4. Only a transport failure fails the request, converted here into one of two errors whose
-   class picks the status in ``api/errors.py``: ``ModelProviderFailed`` (a ``Permanent``, 502)
-   when the provider answered with an error (a refusal, or 5xx / malformed replies until the
-   retries ran out), ``ModelProviderUnavailable`` (an ``Unavailable``, 503) when it could not be
-   reached or said it was overloaded (429 / 503).
+4. Only a transport failure fails the request, as one of the two errors the analysis layer
+   maps provider failures to (``relata.analysis.failures``): ``ModelProviderFailed`` (502)
+   or ``ModelProviderUnavailable`` (503).
 
 Logs carry counts, status and reason only: never the question, an excerpt, the prompt or the
 answer.
@@ -28,7 +26,6 @@ answer.
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -37,8 +34,7 @@ from typing import Final, Literal
 from relata.analysis.errors import AnalysisDisabled
 from relata.analysis.service import AnalysisService
 from relata.domain.cancel import Cancel
-from relata.domain.errors import Permanent, RelataError, Unavailable, ValidationError
-from relata.providers.retry import MalformedResponse, RetriesExhausted, StatusError
+from relata.domain.errors import ValidationError
 from relata.search.service import MAX_QUERY_CHARS, SearchQuery, SearchResult, SearchService
 
 log = logging.getLogger(__name__)
@@ -61,19 +57,6 @@ _MESSAGES: Final[dict[str, str]] = {
     "no_valid_citations": "the model's answer cited none of the supplied sources, so it is not "
     "shown",
 }
-_OVERLOADED_STATUSES: Final = frozenset({429, 503})
-
-
-class ModelProviderFailed(Permanent):
-    """The language-model provider answered the request with an error (HTTP 502)."""
-
-    code = "model_provider_failed"
-
-
-class ModelProviderUnavailable(Unavailable):
-    """The language-model provider could not be reached or is overloaded (HTTP 503)."""
-
-    code = "model_provider_unavailable"
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,8 +142,6 @@ class AnswerService:
             )
         except AnalysisDisabled as exc:
             return _unavailable(question, sources, ANALYSIS_DISABLED, exc.message)
-        except (Unavailable, Permanent) as exc:
-            raise provider_failure(exc) from exc
         if result.status != "ok":
             reason = result.reason or INSUFFICIENT_EVIDENCE
             return _unavailable(
@@ -220,39 +201,6 @@ def select_sources(results: Sequence[SearchResult], limit: int) -> tuple[Source,
         )
         for n, (_, level, r) in enumerate(picked, start=1)
     )
-
-
-def provider_failure(exc: RelataError) -> RelataError:
-    """The error a failed model call becomes: 502 if the provider answered with an error,
-    503 if it could not be reached or was overloaded. Anything else is returned unchanged."""
-    if isinstance(exc, RetriesExhausted):
-        last = exc.last
-        tries = f"after {exc.attempts} attempts"
-        if isinstance(last, StatusError) and last.status in _OVERLOADED_STATUSES:
-            return ModelProviderUnavailable(
-                f"the language model provider is overloaded (HTTP {last.status}) {tries}; "
-                "try again later",
-                retry_after=_seconds(last.retry_after),
-            )
-        if isinstance(last, StatusError | MalformedResponse):
-            return ModelProviderFailed(f"the language model provider failed {tries}: {last}")
-        return ModelProviderUnavailable(
-            f"the language model provider could not be reached {tries}: {last}"
-        )
-    if isinstance(exc, Unavailable):
-        return ModelProviderUnavailable(
-            f"the language model provider is unavailable: {exc.message}",
-            retry_after=exc.retry_after,
-        )
-    if isinstance(exc, Permanent):
-        return ModelProviderFailed(
-            f"the language model provider refused the request: {exc.message}"
-        )
-    return exc
-
-
-def _seconds(value: float | None) -> int | None:
-    return None if value is None else max(0, math.ceil(value))
 
 
 def _unavailable(

@@ -40,7 +40,7 @@ SUPERSEDED = "superseded by a pending job with the same idempotency key"
 T = TypeVar("T")
 
 
-def _job(row: Any) -> Job:
+def job_from_row(row: Any) -> Job:
     return Job(
         id=row.id,
         kind=row.kind,
@@ -88,6 +88,45 @@ def _claim_statement(dialect: str) -> sa.Update:
     )
 
 
+def _pending_row(job: Job) -> dict[str, Any]:
+    if job.workspace_id is not None:
+        ws_filter(jobs, job.workspace_id)
+    return {
+        "id": job.id,
+        "kind": job.kind,
+        "workspace_id": job.workspace_id,
+        "payload": dict(job.payload),
+        "status": JobStatus.PENDING.value,
+        "priority": job.priority,
+        "run_after": job.run_after,
+        "attempts": 0,
+        "max_attempts": job.max_attempts,
+        "idempotency_key": job.idempotency_key,
+        "correlation_id": job.correlation_id,
+        "created_at": job.created_at,
+        "updated_at": job.created_at,
+    }
+
+
+def insert_pending_statement(dialect: str) -> Any:
+    """``INSERT ... ON CONFLICT DO NOTHING`` on the pending-key index: enqueuing work that is
+    already pending inserts nothing."""
+    return insert_for(dialect, jobs).on_conflict_do_nothing(
+        index_elements=[jobs.c.idempotency_key],
+        index_where=sa.text("status = 'pending'"),
+    )
+
+
+def insert_pending(conn: Connection, dialect: str, job: Job) -> bool:
+    """Enqueue ``job`` inside the caller's transaction; False when a pending job already has
+    its key (the work is already queued)."""
+    values = _pending_row(job)
+    if job.idempotency_key is None:
+        conn.execute(jobs.insert().values(**values))
+        return True
+    return bool(conn.execute(insert_pending_statement(dialect).values(**values)).rowcount == 1)
+
+
 def _pending_key_race(exc: sa.exc.IntegrityError) -> bool:
     return is_unique_violation(exc) and constraint_name(exc) == _PENDING_KEY_INDEX
 
@@ -116,35 +155,12 @@ class SqlJobRepository:
 
     # ------------------------------------------------------------ enqueue and read
     def enqueue(self, job: Job) -> Job:
-        if job.workspace_id is not None:
-            ws_filter(jobs, job.workspace_id)
-        values = {
-            "id": job.id,
-            "kind": job.kind,
-            "workspace_id": job.workspace_id,
-            "payload": dict(job.payload),
-            "status": JobStatus.PENDING.value,
-            "priority": job.priority,
-            "run_after": job.run_after,
-            "attempts": 0,
-            "max_attempts": job.max_attempts,
-            "idempotency_key": job.idempotency_key,
-            "correlation_id": job.correlation_id,
-            "created_at": job.created_at,
-            "updated_at": job.created_at,
-        }
+        values = _pending_row(job)
         if job.idempotency_key is None:
             with self._db.write() as conn:
                 conn.execute(jobs.insert().values(**values))
                 return self._one(conn, job.id)
-        ins = (
-            insert_for(self._db.dialect, jobs)
-            .values(**values)
-            .on_conflict_do_nothing(
-                index_elements=[jobs.c.idempotency_key],
-                index_where=sa.text("status = 'pending'"),
-            )
-        )
+        ins = insert_pending_statement(self._db.dialect).values(**values)
         # A pending twin can be claimed between our conflict and our read of it; then the
         # key is free again and the next round inserts. Each round needs a claim to race it.
         for _ in range(_INDEX_RACE_ROUNDS):
@@ -158,7 +174,7 @@ class SqlJobRepository:
                     )
                 ).first()
             if row is not None:
-                existing = _job(row)
+                existing = job_from_row(row)
                 if existing.workspace_id != job.workspace_id:
                     raise DuplicateKey(
                         "idempotency key is in use by another workspace",
@@ -176,7 +192,7 @@ class SqlJobRepository:
             ).first()
         if row is None:
             raise NotFound("job not found")
-        return _job(row)
+        return job_from_row(row)
 
     def list(
         self,
@@ -200,7 +216,7 @@ class SqlJobRepository:
                 .limit(max(1, min(limit, _MAX_PAGE)))
                 .offset(max(0, offset))
             ).all()
-        return [_job(r) for r in rows]
+        return [job_from_row(r) for r in rows]
 
     # ------------------------------------------------------------ leases
     def claim(self, owner: str, now: datetime, lease_until: datetime) -> Job | None:
@@ -213,7 +229,7 @@ class SqlJobRepository:
         params = {"owner": owner, "now": now, "until": lease_until}
         with self._db.write() as conn:
             row = conn.execute(self._claim_stmt, params).first()
-        return _job(row) if row is not None else None
+        return job_from_row(row) if row is not None else None
 
     def renew(self, job_id: str, owner: str, lease_until: datetime, now: datetime) -> None:
         with self._db.write() as conn:
@@ -226,7 +242,13 @@ class SqlJobRepository:
             ).first()
         if row is None:
             raise LeaseLost("the job's lease is no longer held by this worker")
-        return _job(row)
+        return job_from_row(row)
+
+    @property
+    def succeed_statement(self) -> sa.Update:
+        """``succeed`` as one prebuilt statement (parameters ``job_id``, ``owner``, ``now``),
+        for a unit of work that completes its job in its own transaction."""
+        return self._succeed_stmt
 
     def fail(self, job_id: str, owner: str, now: datetime, error: str) -> Job:
         with self._db.write() as conn:
@@ -297,7 +319,7 @@ class SqlJobRepository:
 
     # ------------------------------------------------------------ helpers
     def _one(self, conn: Connection, job_id: str) -> Job:
-        return _job(conn.execute(sa.select(jobs).where(jobs.c.id == job_id)).one())
+        return job_from_row(conn.execute(sa.select(jobs).where(jobs.c.id == job_id)).one())
 
     def _transition(self, conn: Connection, job_id: str, owner: str, **values: Any) -> None:
         n = conn.execute(

@@ -12,6 +12,7 @@ from relata.domain.models import AuditEvent, ModelVersion, ProcessingRun
 from relata.ids import new_id
 from relata.storage.sql.base import insert_for, ws_filter
 from relata.storage.sql.engine import Database
+from relata.storage.sql.items import insert_run
 from relata.storage.sql.tables import audit_events, model_versions, processing_runs
 
 
@@ -35,22 +36,8 @@ class SqlProcessingRunRepository:
         self._db = db
 
     def add(self, run: ProcessingRun) -> ProcessingRun:
-        ws_filter(processing_runs, run.workspace_id)
         with self._db.write() as conn:
-            conn.execute(
-                processing_runs.insert().values(
-                    id=run.id,
-                    workspace_id=run.workspace_id,
-                    item_id=run.item_id,
-                    stage=run.stage,
-                    outcome=run.outcome,
-                    versions=dict(run.versions),
-                    details=dict(run.details),
-                    error=run.error,
-                    started_at=run.started_at,
-                    finished_at=run.finished_at,
-                )
-            )
+            insert_run(conn, run)
         return run
 
     def finish(

@@ -169,12 +169,16 @@ items = sa.Table(
     sa.Column("metadata", sa.JSON, nullable=False),
     sa.Column("chunk_count", sa.Integer, nullable=False, server_default="0"),
     sa.Column("error", sa.String(1000)),
+    # The pipeline stage (``StageKind`` value) whose failure left the item ``failed``.
+    sa.Column("failed_stage", sa.String(32)),
     _ts("created_at", nullable=True),
     _ts("ingested_at"),
     _ts("updated_at", nullable=True),
     _ts("deleted_at", nullable=True),
     sa.Index(None, "workspace_id", "ingested_at"),
     sa.Index(None, "workspace_id", "content_hash"),
+    # Listing by status and finding the failed items to reprocess.
+    sa.Index(None, "workspace_id", "status", "failed_stage"),
     # Covers search's re-read of candidates without touching the (long) rows.
     sa.Index(
         "ix_items_search_filter",

@@ -1,0 +1,368 @@
+"""The stage runner: one implementation, for every stage, of what running a stage means.
+
+For a stage job the runner decodes the payload, times the stage, and then either
+- **commits** the stage's result in one unit of work together with its processing run, the
+  item's status (``processing``, or ``ready`` after the last stage), the next stage's job and
+  the job's own completion: a crash leaves the item before the stage or after it, never
+  between, and a worker whose lease was taken over commits nothing (``LeaseLost``);
+- **skips** a stage whose requirement is not configured (``Requirement``), or that reports
+  ``NotConfigured``: a ``skipped`` run, and the item goes on. Stages after it whose
+  requirement is missing too are recorded as skipped in the same transaction, without a job;
+- **fails** the item, naming the stage (``items.failed_stage``), once: at once for a
+  permanent failure, on the last attempt for a transient one (``relata.jobs.retry``), and
+  re-raises so the queue settles the job the same way.
+
+The order of stages is declared once (``StageKind``'s member order; a test may declare
+another), so adding a stage is one module plus one entry in that order, then ``add``.
+``reprocess`` starts a new pass over an item from any stage (default: the stage it failed at);
+``reprocess_failed`` does it for the failed items of a workspace.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from relata.domain.errors import NotFound, ValidationError
+from relata.domain.models import Item, ItemStatus, Job, ProcessingRun
+from relata.domain.ports import Clock, ItemRepository, ProcessingRunRepository, UnitOfWork
+from relata.domain.vocabulary import RunOutcome, StageKind
+from relata.ids import new_id
+from relata.jobs.queue import JobQueue
+from relata.jobs.registry import HandlerRegistry, JobContext
+from relata.jobs.retry import FailureClassifier, Outcome, reason
+from relata.pipeline.stage import Requirement, Stage, StagePayload, StageResult, stage_key
+
+log = logging.getLogger("relata.pipeline")
+
+MAX_REPROCESS_BATCH = 1000
+
+
+def job_kind(stage_kind: str) -> str:
+    return f"{stage_kind}_item"
+
+
+@dataclass(frozen=True, slots=True)
+class Reprocessing:
+    item: Item
+    job: Job
+    generation: int
+    from_stage: str
+
+
+class Pipeline:
+    def __init__(
+        self,
+        *,
+        queue: JobQueue,
+        unit_of_work: UnitOfWork,
+        registry: HandlerRegistry,
+        items: ItemRepository,
+        runs: ProcessingRunRepository,
+        clock: Clock,
+        classifier: FailureClassifier,
+        available: Iterable[Requirement] = (),
+        order: Sequence[str] = tuple(StageKind),
+    ) -> None:
+        if len(set(order)) != len(order):
+            raise ValueError("a stage kind appears twice in the pipeline order")
+        self._queue = queue
+        self._uow = unit_of_work
+        self._registry = registry
+        self._items = items
+        self._runs = runs
+        self._clock = clock
+        self._classifier = classifier
+        self._available = frozenset(available)
+        self._order = tuple(str(k) for k in order)
+        self._stages: dict[str, Stage] = {}
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------ composition
+    def add(self, stage: Stage) -> None:
+        """Put ``stage`` in its declared place and register its job kind's handler."""
+        kind = str(stage.kind)
+        if kind not in self._order:
+            raise ValueError(f"stage {kind!r} is not in the declared pipeline order")
+        with self._lock:
+            if kind in self._stages:
+                raise ValueError(f"stage {kind!r} is already part of the pipeline")
+            self._stages[kind] = stage
+        self._registry.register(job_kind(kind), lambda ctx: self.handle(stage, ctx))
+
+    @property
+    def stages(self) -> tuple[Stage, ...]:
+        """The stages, in pipeline order."""
+        with self._lock:
+            return tuple(self._stages[k] for k in self._order if k in self._stages)
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        return tuple(str(s.kind) for s in self.stages)
+
+    def is_available(self, stage: Stage) -> bool:
+        return stage.requires <= self._available
+
+    def missing_reason(self, stage: Stage) -> str | None:
+        missing = sorted(stage.requires - self._available)
+        return "; ".join(Requirement(m).missing_reason for m in missing) or None
+
+    def priority(self, kind: str) -> int:
+        """Later stages first, so items under way finish before new ones start."""
+        kinds = self.kinds
+        return kinds.index(kind) if kind in kinds else 0
+
+    def parse_stage(self, value: str | None, *, field: str = "from") -> str | None:
+        """A stage name from user input: one of the pipeline's stages."""
+        if value is None or value == "":
+            return None
+        if value not in self.kinds:
+            allowed = ", ".join(self.kinds)
+            raise ValidationError(f"{field} must be one of: {allowed}", field=field)
+        return value
+
+    # ------------------------------------------------------------ starting passes
+    def job_for(self, kind: str, payload: StagePayload) -> Job:
+        return self._queue.new_job(
+            job_kind(kind),
+            payload.workspace_id,
+            payload.to_payload(),
+            idempotency_key=stage_key(job_kind(kind), payload.item_id, payload.generation),
+            priority=self.priority(kind),
+        )
+
+    def start(self, payload: StagePayload) -> Job:
+        """Enqueue the first stage of a pass over an item (the item was just stored)."""
+        first = self.kinds[0]
+        return self._queue.enqueue(
+            job_kind(first),
+            payload.workspace_id,
+            payload.to_payload(),
+            idempotency_key=stage_key(job_kind(first), payload.item_id, payload.generation),
+            priority=self.priority(first),
+        )
+
+    def reprocess(
+        self, workspace_id: str, item_id: str, *, from_stage: str | None = None
+    ) -> Reprocessing:
+        """A new pass over the item from ``from_stage`` (default: the stage it failed at,
+        else the first): that stage and every later one run again, the earlier ones do not.
+        The item becomes ``pending`` and the stage's job is enqueued in one transaction;
+        asking again before the pass has begun returns the same pending job."""
+        chosen = self.parse_stage(from_stage)
+        item = self._items.get(workspace_id, item_id)
+        kinds = self.kinds
+        if chosen is None:
+            chosen = item.failed_stage if item.failed_stage in kinds else kinds[0]
+        if kinds.index(chosen) > 0 and item.text is None:
+            raise ValidationError(
+                f"the item has not been parsed yet: reprocess it from {kinds[0]}", field="from"
+            )
+        runs = self._runs.list_for_item(workspace_id, item_id)
+        generation = 1 + max((_generation(r) for r in runs), default=0)
+        payload = StagePayload(workspace_id, item_id, generation)
+        job = self.job_for(chosen, payload)
+        with self._uow.begin(workspace_id) as tx:
+            tx.set_item_status(item_id, ItemStatus.PENDING)
+            job = tx.enqueue(job)
+        self._queue.notify()
+        log.info("item reprocessing", extra={"fields": {"item_id": item_id, "from_stage": chosen}})
+        return Reprocessing(
+            item=self._items.get(workspace_id, item_id),
+            job=job,
+            generation=generation,
+            from_stage=chosen,
+        )
+
+    def reprocess_failed(
+        self,
+        workspace_id: str,
+        *,
+        stage: str | None = None,
+        from_stage: str | None = None,
+        limit: int = MAX_REPROCESS_BATCH,
+    ) -> list[Reprocessing]:
+        """Reprocess up to ``limit`` failed items (those that failed at ``stage``), each from
+        ``from_stage`` or else from the stage it failed at."""
+        stage = self.parse_stage(stage, field="stage")
+        from_stage = self.parse_stage(from_stage)
+        done = []
+        for item in self._items.list_failed(workspace_id, stage=stage, limit=limit):
+            try:
+                done.append(self.reprocess(workspace_id, item.id, from_stage=from_stage))
+            except NotFound:  # deleted meanwhile
+                continue
+        return done
+
+    # ------------------------------------------------------------ running a stage
+    def handle(self, stage: Stage, ctx: JobContext) -> None:
+        """The job handler of every stage (see the module docstring)."""
+        payload = StagePayload.from_job(ctx.job)
+        started, t0 = self._clock.now(), time.perf_counter()
+        try:
+            missing = self.missing_reason(stage)
+            if missing is not None:
+                result = StageResult.skipped(missing, stage.versions)
+            else:
+                try:
+                    result = stage.run(payload, ctx.cancel)
+                except Exception as exc:
+                    if self._classifier.classify(exc) is not Outcome.SKIP:
+                        raise
+                    result = StageResult.skipped(reason(exc), stage.versions)
+            ctx.cancel.raise_if_cancelled()
+            self._commit(stage, payload, result, started, t0, ctx)
+        except Exception as exc:
+            outcome = self._classifier.classify(exc)
+            last = ctx.job.attempts >= ctx.job.max_attempts
+            if outcome is Outcome.PERMANENT or (outcome is Outcome.TRANSIENT and last):
+                self._fail(stage, payload, started, exc, ctx)
+            raise
+
+    def _commit(
+        self,
+        stage: Stage,
+        p: StagePayload,
+        result: StageResult,
+        started: datetime,
+        t0: float,
+        ctx: JobContext,
+    ) -> None:
+        finished = self._clock.now()
+        details = {
+            "generation": p.generation,
+            "duration_ms": round((time.perf_counter() - t0) * 1000, 2),
+            **result.details,
+        }
+        runs = [
+            self._run(stage.kind, p, started, finished, result.versions, details, result.outcome)
+        ]
+        following: Stage | None = None
+        for later in self._after(stage.kind):
+            missing = self.missing_reason(later)
+            if missing is None:
+                following = later
+                break
+            runs.append(
+                self._run(
+                    later.kind,
+                    p,
+                    finished,
+                    finished,
+                    later.versions,
+                    {"generation": p.generation, "reason": missing},
+                    RunOutcome.SKIPPED,
+                )
+            )
+        job = self.job_for(following.kind, p) if following is not None else None
+        status = ItemStatus.PROCESSING if following is not None else ItemStatus.READY
+        with (
+            ctx.settlement.settling(completes=bool(ctx.owner)),
+            self._uow.begin(p.workspace_id) as tx,
+        ):
+            result.write(tx)
+            for run in runs:
+                tx.add_run(run)
+            tx.set_item_status(p.item_id, status)
+            if job is not None:
+                tx.enqueue(job)
+            if ctx.owner:
+                tx.complete_job(ctx.job.id, ctx.owner, finished)
+        if job is not None:
+            self._queue.notify()
+        if result.after_commit is not None:
+            try:
+                result.after_commit()
+            except Exception as exc:  # committed and completed: bookkeeping must not undo it
+                log.warning(
+                    "a stage's after-commit step failed",
+                    extra={"fields": {"stage": str(stage.kind), "error_type": type(exc).__name__}},
+                )
+
+    def _after(self, kind: str) -> list[Stage]:
+        stages = self.stages
+        kinds = [str(s.kind) for s in stages]
+        return list(stages[kinds.index(str(kind)) + 1 :]) if kind in kinds else []
+
+    def _fail(
+        self,
+        stage: Stage,
+        p: StagePayload,
+        started: datetime,
+        exc: BaseException,
+        ctx: JobContext,
+    ) -> None:
+        """Mark the item failed at ``stage`` and record the failed run (the item may be gone)."""
+        why = reason(exc)
+        if self._classifier.classify(exc) is Outcome.TRANSIENT:
+            why = f"gave up after {ctx.job.attempts} attempts: {why}"
+        error = f"{stage.kind} failed: {why}"
+        run = self._run(
+            stage.kind,
+            p,
+            started,
+            self._clock.now(),
+            stage.versions,
+            {"generation": p.generation},
+            RunOutcome.FAILED,
+            error=error,
+        )
+        try:
+            with self._uow.begin(p.workspace_id) as tx:
+                tx.set_item_status(
+                    p.item_id, ItemStatus.FAILED, error=error, failed_stage=str(stage.kind)
+                )
+                tx.add_run(run)
+        except NotFound:
+            return
+        except Exception as failure:  # the job's own failure is still recorded by the queue
+            log.warning(
+                "could not mark an item failed",
+                extra={"fields": {"job_id": ctx.job.id, "error_type": type(failure).__name__}},
+            )
+            return
+        log.warning(
+            "item failed",
+            extra={
+                "fields": {
+                    "item_id": p.item_id,
+                    "stage": str(stage.kind),
+                    "error_type": type(exc).__name__,
+                }
+            },
+        )
+
+    @staticmethod
+    def _run(
+        kind: str,
+        p: StagePayload,
+        started: datetime,
+        finished: datetime,
+        versions: dict[str, str],
+        details: dict[str, Any],
+        outcome: RunOutcome,
+        *,
+        error: str | None = None,
+    ) -> ProcessingRun:
+        return ProcessingRun(
+            id=new_id(),
+            workspace_id=p.workspace_id,
+            item_id=p.item_id,
+            stage=str(kind),
+            started_at=started,
+            outcome=outcome,
+            finished_at=finished,
+            versions=dict(versions),
+            details=details,
+            error=error,
+        )
+
+
+def _generation(run: ProcessingRun) -> int:
+    value = run.details.get("generation", 1)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 1

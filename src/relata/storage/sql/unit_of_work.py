@@ -1,0 +1,122 @@
+"""The pipeline's unit of work on SQL: one write transaction per stage pass.
+
+``SqlUnitOfWork.begin(workspace_id)`` opens a write transaction (``BEGIN IMMEDIATE`` on
+SQLite) and yields a ``SqlStageTransaction`` whose methods are the same statements the
+repositories run (module functions of ``items.py``, ``chunks.py`` and ``jobs.py``), bound to
+that one connection. The stage runner writes the stage's result, its processing run, the
+item's status, the next stage's job and the finished job's completion through it, so a crash
+leaves an item either before the stage or after it, never between (ADR 14).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from relata.domain.errors import LeaseLost, MissingWorkspace
+from relata.domain.models import Chunk, ItemStatus, Job, JobStatus, ProcessingRun
+from relata.domain.ports import Clock
+from relata.storage.sql.chunks import replace_chunks, stamp_embedding_model
+from relata.storage.sql.engine import Database
+from relata.storage.sql.items import insert_run, set_item_status, store_parsed
+from relata.storage.sql.jobs import insert_pending, job_from_row
+from relata.storage.sql.tables import jobs
+
+_COMPLETE = (
+    jobs.update()
+    .where(
+        jobs.c.id == sa.bindparam("job_id"),
+        jobs.c.status == JobStatus.RUNNING.value,
+        jobs.c.lease_owner == sa.bindparam("owner"),
+    )
+    .values(
+        status=JobStatus.SUCCEEDED.value,
+        lease_expires_at=None,
+        finished_at=sa.bindparam("now"),
+        updated_at=sa.bindparam("now"),
+    )
+)
+
+
+class SqlStageTransaction:
+    def __init__(self, conn: Connection, dialect: str, workspace_id: str, now: datetime) -> None:
+        self._conn = conn
+        self._dialect = dialect
+        self._ws = workspace_id
+        self._now = now
+
+    def store_parsed(
+        self, item_id: str, *, text: str, structure: dict[str, Any], title: str | None
+    ) -> None:
+        store_parsed(
+            self._conn, self._ws, item_id, self._now, text=text, structure=structure, title=title
+        )
+
+    def replace_chunks(self, item_id: str, chunks: Sequence[Chunk]) -> None:
+        replace_chunks(self._conn, self._ws, item_id, chunks, self._now)
+
+    def stamp_embedding_model(self, item_id: str, chunk_ids: Sequence[str], model: str) -> int:
+        return stamp_embedding_model(self._conn, self._ws, chunk_ids, model, item_id=item_id)
+
+    def add_run(self, run: ProcessingRun) -> None:
+        self._own(run.workspace_id)
+        insert_run(self._conn, run)
+
+    def set_item_status(
+        self,
+        item_id: str,
+        status: ItemStatus,
+        *,
+        error: str | None = None,
+        failed_stage: str | None = None,
+    ) -> None:
+        set_item_status(
+            self._conn,
+            self._ws,
+            item_id,
+            status,
+            self._now,
+            error=error,
+            failed_stage=failed_stage,
+        )
+
+    def enqueue(self, job: Job) -> Job:
+        self._own(job.workspace_id)
+        if insert_pending(self._conn, self._dialect, job) or job.idempotency_key is None:
+            return job
+        # In the same write transaction, so the twin cannot be claimed from under us on
+        # SQLite; on PostgreSQL it may have just been claimed: then it is the running one.
+        row = self._conn.execute(
+            sa.select(jobs)
+            .where(jobs.c.idempotency_key == job.idempotency_key)
+            .order_by(jobs.c.created_at.desc())
+            .limit(1)
+        ).first()
+        return job_from_row(row) if row is not None else job
+
+    def complete_job(self, job_id: str, owner: str, now: datetime) -> None:
+        n = self._conn.execute(_COMPLETE, {"job_id": job_id, "owner": owner, "now": now}).rowcount
+        if n != 1:
+            raise LeaseLost("the job's lease is no longer held by this worker")
+
+    def _own(self, workspace_id: str | None) -> None:
+        if workspace_id != self._ws:
+            raise MissingWorkspace("a record of another workspace in this unit of work")
+
+
+class SqlUnitOfWork:
+    def __init__(self, db: Database, clock: Clock) -> None:
+        self._db = db
+        self._clock = clock
+
+    @contextmanager
+    def begin(self, workspace_id: str) -> Iterator[SqlStageTransaction]:
+        if not workspace_id:
+            raise MissingWorkspace("a unit of work needs a workspace")
+        with self._db.write() as conn:
+            yield SqlStageTransaction(conn, self._db.dialect, workspace_id, self._clock.now())
