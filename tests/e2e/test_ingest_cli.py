@@ -162,6 +162,15 @@ def test_bench_ingest_reports_rates_as_json_on_the_last_line(
     assert report["chunks"] >= 10 and report["total"]["chunks_per_s"] > 0
     stages = {s: v["runs"] for s, v in report["stages"].items()}
     assert stages == {"parse": 10, "chunk": 10, "embed": 10}
+    # Statements are counted per job: at least a claim and a completion each.
+    pipeline = report["pipeline"]
+    assert pipeline["jobs_by_kind"]["parse_item"] == 10
+    assert pipeline["jobs_by_kind"]["chunk_item"] == 10
+    assert pipeline["jobs"] == sum(pipeline["jobs_by_kind"].values())
+    assert pipeline["statements"] >= 2 * pipeline["jobs"]
+    assert pipeline["statements_per_job"] == round(pipeline["statements"] / pipeline["jobs"], 2)
+    assert report["ingest"]["statements"] > 0 and report["total"]["cpu_seconds"] > 0
+    assert f"{pipeline['statements_per_job']} statements and" in r.stdout
     assert report["machine"]["cpus"] >= 1
     # A fresh temporary data dir: nothing was written to the configured one.
     assert not (Path(env["RELATA_DATA_DIR"]) / "relata.db").exists()

@@ -1,5 +1,5 @@
 """What every benchmark driver shares: quiet settings, containers over a fresh data dir, bulk
-ingestion and the pipeline run, the machine record and the output.
+ingestion and the pipeline run, the machine record, SQL statement counting and the output.
 
 A benchmark never touches the configured data: it builds its containers over a temporary
 data dir with its own SQLite file (``fresh_settings``), through the composition root, so what
@@ -12,10 +12,16 @@ import argparse
 import json
 import os
 import platform
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from types import TracebackType
 from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
 
 from relata.bootstrap import Container, build
 from relata.cli.common import CliError, settings_or_exit
@@ -128,6 +134,67 @@ def run_pipeline(
         )
     finally:
         pool.stop(c.settings.shutdown_timeout)
+
+
+# ---------------------------------------------------------------- SQL statements
+@dataclass(frozen=True, slots=True)
+class SqlCount:
+    statements: int = 0
+    transactions: int = 0
+
+
+class StatementCounter:
+    """Counts the SQL statements and committed transactions an engine runs while attached
+    (``with StatementCounter(engine) as counter:``), apart for the thread that attached it
+    (the benchmark's own work and polling: ``own``) and every other thread (the worker pool's
+    workers and lease keeper: ``others``).
+
+    A statement is one cursor execution: SQLite's explicit ``BEGIN`` counts, an
+    ``executemany`` counts once, and ``COMMIT`` is not a statement but ends a transaction.
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._owner = threading.get_ident()
+        self._lock = threading.Lock()
+        # [statements, transactions] of the owner thread and of the others.
+        self._own = [0, 0]
+        self._others = [0, 0]
+
+    def _bump(self, index: int) -> None:
+        tally = self._own if threading.get_ident() == self._owner else self._others
+        with self._lock:
+            tally[index] += 1
+
+    def _on_statement(self, *_: object) -> None:
+        self._bump(0)
+
+    def _on_commit(self, *_: object) -> None:
+        self._bump(1)
+
+    @property
+    def own(self) -> SqlCount:
+        with self._lock:
+            return SqlCount(*self._own)
+
+    @property
+    def others(self) -> SqlCount:
+        with self._lock:
+            return SqlCount(*self._others)
+
+    def __enter__(self) -> StatementCounter:
+        event.listen(self._engine, "before_cursor_execute", self._on_statement)
+        event.listen(self._engine, "commit", self._on_commit)
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        event.remove(self._engine, "before_cursor_execute", self._on_statement)
+        event.remove(self._engine, "commit", self._on_commit)
 
 
 # ---------------------------------------------------------------- the report

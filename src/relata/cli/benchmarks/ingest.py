@@ -4,8 +4,10 @@ The corpus is read and decoded first (outside the timing), then ingested into a 
 temporary data dir through the real ingest service (validation, sniffing, hashing, duplicate
 check, stored originals, rows, ``parse_item`` jobs); then an in-process worker pool runs the
 pipeline until every item is ready or failed. Reported: wall-clock and CPU seconds of the
-ingest phase, the pipeline phase and both; items/s and chunks/s; and per stage, from the
-processing runs the stages record, the runs and their summed handler time.
+ingest phase, the pipeline phase and both; items/s and chunks/s; the SQL statements and
+transactions per pipeline job (the worker pool's threads, the benchmark's own polling left
+out) and per ingested item; and per stage, from the processing runs the stages record, the
+runs and their summed handler time.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 from relata.bootstrap import Container
 from relata.cli.benchmarks.common import (
     Record,
+    StatementCounter,
     add_json_flag,
     emit,
     existing_file,
@@ -34,12 +37,13 @@ from relata.cli.benchmarks.common import (
     run_pipeline,
 )
 from relata.ingest.bulk import JsonlFields, jsonl_requests
+from relata.jobs.queue import MAX_PAGE
 
 DESCRIPTION = (
     "Ingest a JSONL corpus (one {_id, title, text} object per line) into a fresh temporary "
     "data dir through the real ingest service, run the pipeline with in-process workers "
     "until every item is ready or failed, and report wall-clock and CPU seconds, items/s, "
-    "chunks/s and handler time per stage. The configured data dir "
+    "chunks/s, SQL statements per job and handler time per stage. The configured data dir "
     "and database are not touched; the other settings (embedding provider, chunk sizes, "
     "workers) apply."
 )
@@ -108,15 +112,20 @@ def _run(c: Container, args: argparse.Namespace, corpus: Path) -> dict[str, Any]
             jsonl_requests(stream, fields, c.settings.max_upload_bytes, limit=args.limit)
         )
     workers = args.workers if args.workers is not None else max(1, c.settings.workers)
-    t0, cpu0 = time.perf_counter(), time.process_time()
-    tally = ingest_records(c, ws.id, records)
-    ingest_s, ingest_cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    with StatementCounter(c.db.engine) as sql:
+        t0, cpu0 = time.perf_counter(), time.process_time()
+        tally = ingest_records(c, ws.id, records)
+        ingest_s, ingest_cpu = time.perf_counter() - t0, time.process_time() - cpu0
+        ingest_sql = sql.own
 
-    t1, cpu1 = time.perf_counter(), time.process_time()
-    settled = run_pipeline(
-        c, ws.id, tally.item_ids, workers=workers, timeout=args.timeout, poll_seconds=0.1
-    )
-    pipeline_s, pipeline_cpu = time.perf_counter() - t1, time.process_time() - cpu1
+        t1, cpu1 = time.perf_counter(), time.process_time()
+        settled = run_pipeline(
+            c, ws.id, tally.item_ids, workers=workers, timeout=args.timeout, poll_seconds=0.1
+        )
+        pipeline_s, pipeline_cpu = time.perf_counter() - t1, time.process_time() - cpu1
+        pipeline_sql = sql.others  # the pool's threads only: not the polling above
+    jobs = _jobs_by_kind(c, ws.id)
+    job_count = sum(jobs.values())
     chunks = c.repos.chunks.count(ws.id)
     items = tally.ingested
     total_s = ingest_s + pipeline_s
@@ -138,12 +147,20 @@ def _run(c: Container, args: argparse.Namespace, corpus: Path) -> dict[str, Any]
             "seconds": round(ingest_s, 3),
             "cpu_seconds": round(ingest_cpu, 3),
             "items_per_s": rate(items, ingest_s),
+            "statements": ingest_sql.statements,
+            "statements_per_item": _per(ingest_sql.statements, items),
         },
         "pipeline": {
             "seconds": round(pipeline_s, 3),
             "cpu_seconds": round(pipeline_cpu, 3),
             "items_per_s": rate(items, pipeline_s),
             "chunks_per_s": rate(chunks, pipeline_s),
+            "jobs": job_count,
+            "jobs_by_kind": jobs,
+            "statements": pipeline_sql.statements,
+            "transactions": pipeline_sql.transactions,
+            "statements_per_job": _per(pipeline_sql.statements, job_count),
+            "transactions_per_job": _per(pipeline_sql.transactions, job_count),
         },
         "total": {
             "seconds": round(total_s, 3),
@@ -153,6 +170,21 @@ def _run(c: Container, args: argparse.Namespace, corpus: Path) -> dict[str, Any]
         },
         "stages": _stage_times(c, ws.id, list(tally.item_ids)),
     }
+
+
+def _per(n: int, of: int) -> float | None:
+    return round(n / of, 2) if of else None
+
+
+def _jobs_by_kind(c: Container, workspace_id: str) -> dict[str, int]:
+    """How many jobs of each kind the workspace holds (every one ran: the pipeline settled)."""
+    kinds: dict[str, int] = {}
+    offset = 0
+    while page := c.queue.list(workspace_id, limit=MAX_PAGE, offset=offset):
+        for job in page:
+            kinds[job.kind] = kinds.get(job.kind, 0) + 1
+        offset += len(page)
+    return dict(sorted(kinds.items()))
 
 
 def _stage_times(c: Container, workspace_id: str, item_ids: list[str]) -> dict[str, Any]:
@@ -200,6 +232,12 @@ def _lines(r: dict[str, Any]) -> list[str]:
             f"  {phase:<9} {p['seconds']:>8.2f} s ({p['cpu_seconds']:.2f} s CPU)  "
             f"{p['items_per_s']} items/s{extra}"
         )
+    p, i = r["pipeline"], r["ingest"]
+    lines.append(
+        f"  sql       {p['statements_per_job']} statements and {p['transactions_per_job']} "
+        f"transactions per job ({p['statements']} statements, {p['jobs']} jobs); "
+        f"ingest {i['statements_per_item']} statements per item"
+    )
     for stage, s in r["stages"].items():
         lines.append(
             f"  stage {stage:<6} {s['runs']} runs, {s['failed']} failed, {s['skipped']} skipped, "
