@@ -1,5 +1,10 @@
 """The FastAPI app factory. Middleware order (outermost first) is part of the contract:
-request id, recover, logging, security headers."""
+request id, recover, logging, security headers.
+
+The OpenAPI document is ``relata.api.openapi.build_openapi`` (400 in the error shape, not
+FastAPI's 422); ``/`` and ``/docs`` are ``relata.api.pages``. A 405 lists in ``Allow`` every
+method the path answers, not only those of the first route that matched it.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +14,10 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse, Response
+from starlette.routing import Match
 
 import relata
-from relata.api import v1
+from relata.api import pages, v1
 from relata.api.errors import domain_error_response, error_response
 from relata.api.middleware import (
     LoggingMiddleware,
@@ -19,6 +25,7 @@ from relata.api.middleware import (
     RequestIdMiddleware,
     SecurityHeadersMiddleware,
 )
+from relata.api.openapi import build_openapi
 from relata.domain.errors import RelataError
 
 if TYPE_CHECKING:
@@ -49,16 +56,37 @@ def _validation_message(exc: RequestValidationError) -> tuple[str, str | None]:
     return (f"{field}: {msg}" if field else msg), field
 
 
+_METHODS = ("DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT")
+
+
+def _allowed_methods(app: FastAPI, scope: Any) -> list[str]:
+    """Every method some route fully matches for this request's path (asked through the
+    routes' public ``matches``, which also sees into included routers)."""
+    allowed = []
+    for method in _METHODS:
+        probe = {**scope, "method": method}
+        if any(route.matches(probe)[0] is Match.FULL for route in app.router.routes):
+            allowed.append(method)
+    return allowed
+
+
 def create_app(container: Container) -> FastAPI:
     app = FastAPI(
         title="Relata",
         version=relata.__version__,
         description="Self-hosted, evidence-grounded knowledge system.",
-        openapi_url="/api/v1/openapi.json",
+        openapi_url=pages.OPENAPI_URL,
         docs_url=None,
         redoc_url=None,
     )
     app.state.container = container
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = build_openapi(app, container.registry.kinds())
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
     @app.exception_handler(RelataError)
     async def _relata_error(_: Request, exc: RelataError) -> JSONResponse:
@@ -71,11 +99,12 @@ def create_app(container: Container) -> FastAPI:
         return error_response(400, "invalid_request", message, **extra)
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = _HTTP_CODES.get(exc.status_code, "error")
-        return error_response(
-            exc.status_code, code, str(exc.detail), dict(exc.headers or {}) or None
-        )
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:
+            headers["Allow"] = ", ".join(_allowed_methods(app, request.scope))
+        return error_response(exc.status_code, code, str(exc.detail), headers or None)
 
     @app.get("/healthz", include_in_schema=False)
     def healthz() -> dict[str, str]:
@@ -92,6 +121,7 @@ def create_app(container: Container) -> FastAPI:
         return Response(body, media_type=content_type)
 
     app.include_router(v1.router)
+    app.include_router(pages.router)
 
     # add_middleware prepends, so add innermost first.
     app.add_middleware(SecurityHeadersMiddleware)

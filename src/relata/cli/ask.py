@@ -12,8 +12,8 @@ import json
 import sys
 from typing import Any, TextIO
 
-from relata.api.v1.answers import to_out
 from relata.cli.common import open_container
+from relata.schemas.answers import to_out
 from relata.search.answers import DEFAULT_LIMIT, MAX_LIMIT, Answer
 
 _SNIPPET_CHARS = 200

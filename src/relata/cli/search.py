@@ -7,9 +7,9 @@ import json
 import sys
 from typing import Any
 
-from relata.api.v1.search import parse_legs, to_out
 from relata.cli.common import open_container
 from relata.domain.models import SourceType
+from relata.schemas.search import parse_legs, to_out
 from relata.search.service import SearchQuery, SearchResponse
 
 

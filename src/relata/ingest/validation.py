@@ -9,9 +9,16 @@ The rules (docs/decisions/0010-ingestion-pipeline.md):
   to string values (at most 1024 characters, no control characters but tab and newlines).
 - ``created_at``: ISO 8601 (a date, or a date and time); without a timezone it is taken as
   UTC; not more than one day in the future.
-- The display filename is kept as given (``../``, odd Unicode and all) except what the
-  database cannot store: NUL and lone surrogates become U+FFFD, and it is cut to 255
-  characters. It is never used to build a path.
+- Every instant a caller sends (``created_at``, the ``from``/``to`` filters of listing and
+  search) goes through ``parse_instant``: ISO 8601 date or date-time, naive means UTC, and
+  it must be representable in UTC within years 1-9999 (``9999-12-31T23:59:59-01:00`` is
+  not), so an out-of-range instant is a 400 naming the field, never an overflow deep inside.
+- The display filename is kept as given (``../``, odd Unicode and all) except what would
+  mislead or break a reader: control characters (C0, DEL, C1) and the Unicode bidirectional
+  controls (U+061C, U+200E/F, U+202A-U+202E, U+2066-U+2069, which can make ``evil‮fdp.exe``
+  display as ``evilexe.pdf``) are removed, lone surrogates become U+FFFD, and it is cut to
+  255 characters. The name is sanitised rather than refused because it is only a label: the
+  upload itself is fine. It is never used to build a path.
 """
 
 from __future__ import annotations
@@ -37,6 +44,8 @@ _KEY = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 _TITLE_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _VALUE_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _UNSTORABLE = re.compile(r"[\x00\ud800-\udfff]")
+# What a display name loses: controls, and the bidi controls that reorder what is shown.
+_MISLEADING = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 #: The safe media type served for each detected type (never the client's Content-Type).
 MEDIA_TYPES: dict[SourceType, str] = {
@@ -128,27 +137,59 @@ def validate_metadata(raw: object) -> dict[str, str]:
     return out
 
 
-def parse_created_at(raw: object, now: datetime) -> datetime | None:
-    """ISO 8601 date or date-time; naive means UTC; at most a day ahead of ``now``."""
+def parse_instant(raw: object, field: str, *, end_of_day: bool = False) -> datetime | None:
+    """An ISO 8601 date or date-time as an aware UTC datetime; None when absent or blank.
+
+    Naive means UTC. A bare date is its midnight, or with ``end_of_day`` the next midnight,
+    so that ``to=2024-05-01`` includes that day. An instant that has no UTC representation
+    within years 1-9999 is refused here rather than overflowing later.
+    """
     if raw is None or raw == "":
         return None
+    is_date = False
     if isinstance(raw, datetime):
         value = raw
     elif isinstance(raw, date):
-        value = datetime.combine(raw, time(0))
+        value, is_date = datetime.combine(raw, time(0)), True
     elif isinstance(raw, str):
-        text = raw.strip()
-        try:
-            value = datetime.fromisoformat(text)  # a date alone means its midnight
-        except ValueError:
-            raise ValidationError(
-                "created_at must be an ISO 8601 date or date-time, e.g. 2024-05-01T12:00:00Z",
-                field="created_at",
-            ) from None
+        if not raw.strip():
+            return None
+        value, is_date = _iso(raw, field)
     else:
-        raise ValidationError("created_at must be an ISO 8601 string", field="created_at")
-    value = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-    if value > now + MAX_FUTURE:
+        raise ValidationError(f"{field} must be an ISO 8601 string", field=field)
+    try:
+        value = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        if end_of_day and is_date:
+            value += timedelta(days=1)
+    except OverflowError:
+        raise ValidationError(
+            f"{field} is out of range: it must fall between 0001-01-01 and 9999-12-31 in UTC",
+            field=field,
+        ) from None
+    return value
+
+
+def _iso(raw: str, field: str) -> tuple[datetime, bool]:
+    """The parsed value and whether it was a bare date. RFC 3339 allows a lower-case t/z."""
+    text = raw.strip().upper()
+    try:
+        return datetime.combine(date.fromisoformat(text), time(0)), True
+    except ValueError:
+        pass
+    try:
+        return datetime.fromisoformat(text), False
+    except ValueError:
+        raise ValidationError(
+            f"{field} must be an ISO 8601 date or date-time, e.g. 2024-05-01 or "
+            "2024-05-01T12:00:00Z",
+            field=field,
+        ) from None
+
+
+def parse_created_at(raw: object, now: datetime) -> datetime | None:
+    """ISO 8601 date or date-time; naive means UTC; at most a day ahead of ``now``."""
+    value = parse_instant(raw, "created_at")
+    if value is not None and value > now + MAX_FUTURE:
         raise ValidationError(
             "created_at must not be more than one day in the future", field="created_at"
         )
@@ -174,5 +215,9 @@ def display_filename(raw: str | None) -> str | None:
     """The filename as the user gave it, for display only (see the module docstring)."""
     if raw is None or raw == "":
         return None
-    name = _UNSTORABLE.sub("\ufffd", raw)
-    return name[:MAX_FILENAME_CHARS]
+    return display_safe(raw)[:MAX_FILENAME_CHARS] or None
+
+
+def display_safe(text: str) -> str:
+    """``text`` without control and bidi-control characters, lone surrogates as U+FFFD."""
+    return _UNSTORABLE.sub("\ufffd", _MISLEADING.sub("", text))

@@ -1,15 +1,17 @@
-"""The /api/v1 router. Each endpoint group is its own module, included here."""
+"""The /api/v1 router. Each endpoint group is its own module, included here.
+
+Every group but ``system`` reads or writes the database through the caller's workspace, so
+each may answer 503 (``busy``, with Retry-After) while another writer holds the database.
+"""
 
 from __future__ import annotations
 
 from fastapi import APIRouter
 
-from relata.api.v1 import answers, items, jobs, models, search, system
+from relata.api.openapi import errors
+from relata.api.v1 import answers, items, jobs, model_status, search, system
 
 router = APIRouter(prefix="/api/v1")
 router.include_router(system.router)
-router.include_router(jobs.router)
-router.include_router(items.router)
-router.include_router(search.router)
-router.include_router(answers.router)
-router.include_router(models.router)
+for group in (jobs, items, search, answers, model_status):
+    router.include_router(group.router, responses=errors(503))

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from datetime import UTC, date, datetime, timedelta
 from typing import Any
 from urllib.parse import quote
 
@@ -20,23 +19,26 @@ import pydantic
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
+from starlette.formparsers import MultiPartException, MultiPartParser
 from starlette.responses import FileResponse
 
 from relata.api.deps import ContainerDep, PrincipalDep
-from relata.api.v1.item_models import (
-    CREATE_ITEM_BODY,
+from relata.api.openapi import errors
+from relata.api.v1.item_schemas import CREATE_ITEM_BODY, ItemIn
+from relata.api.v1.params import FromParam, Offset, ToParam, instant
+from relata.domain.errors import TooLarge, UnsupportedContent, ValidationError
+from relata.domain.models import ItemStatus, SourceType
+from relata.domain.vocabulary import StageKind
+from relata.ingest.service import IngestRequest
+from relata.ingest.validation import MEDIA_TYPES, display_safe, parse_bool
+from relata.schemas.items import (
     ItemDetailOut,
-    ItemIn,
     ItemOut,
     ItemPage,
     ReprocessOut,
+    item_detail_out,
     item_out,
-    run_out,
 )
-from relata.domain.errors import TooLarge, UnsupportedContent, ValidationError
-from relata.domain.models import SourceType
-from relata.ingest.service import IngestRequest
-from relata.ingest.validation import parse_bool
 
 router = APIRouter(tags=["items"])
 
@@ -75,10 +77,40 @@ def _text_field(value: Any, name: str) -> str:
     return value
 
 
-async def _from_multipart(request: Request, max_bytes: int) -> IngestRequest:
-    form = await request.form(
-        max_files=1, max_fields=len(_FORM_FIELDS), max_part_size=_MAX_FIELD_BYTES
+class _StrictMultiPartParser(MultiPartParser):
+    """Starlette's parser, except that a text field that is not valid in the form's charset
+    (UTF-8 unless the request says otherwise) is refused naming the field, instead of being
+    decoded as Latin-1 and stored as mojibake."""
+
+    def on_part_end(self) -> None:
+        part = self._current_part
+        if part.file is None:
+            try:
+                bytes(part.data).decode(self._charset or "utf-8")
+            except (UnicodeDecodeError, LookupError):
+                name = part.field_name[:64]
+                raise ValidationError(
+                    f"{name} must be text in UTF-8 (the form's charset)", field=name
+                ) from None
+        super().on_part_end()
+
+
+async def _read_form(request: Request) -> Any:
+    parser = _StrictMultiPartParser(
+        request.headers,
+        request.stream(),
+        max_files=1,
+        max_fields=len(_FORM_FIELDS),
+        max_part_size=_MAX_FIELD_BYTES,
     )
+    try:
+        return await parser.parse()
+    except MultiPartException as exc:
+        raise ValidationError(f"the multipart body is invalid: {exc.message}") from None
+
+
+async def _from_multipart(request: Request, max_bytes: int) -> IngestRequest:
+    form = await _read_form(request)
     try:
         for key in form:
             if key not in _FORM_FIELDS:
@@ -131,6 +163,7 @@ def _flag(value: str | None) -> bool:
     response_model=ItemOut,
     summary="Upload a document (multipart) or add text (JSON)",
     openapi_extra=CREATE_ITEM_BODY,
+    responses=errors(409, 413, 415),
 )
 async def create_item(request: Request, p: PrincipalDep, c: ContainerDep) -> ItemOut:
     service = c.ingest
@@ -154,45 +187,29 @@ async def create_item(request: Request, p: PrincipalDep, c: ContainerDep) -> Ite
     return item_out(item)
 
 
-def _date_param(value: str | None, name: str, *, end: bool = False) -> datetime | None:
-    """An ISO date or date-time; naive means UTC; a bare date as ``to`` includes that day."""
-    if value is None or not value.strip():
-        return None
-    text = value.strip()
-    try:
-        if len(text) == 10:
-            day = date.fromisoformat(text)
-            parsed = datetime(day.year, day.month, day.day, tzinfo=UTC)
-            return parsed + timedelta(days=1) if end else parsed
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
-        raise ValidationError(
-            f"{name} must be an ISO 8601 date or date-time, e.g. 2024-05-01", field=name
-        ) from None
-    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
-
-
-@router.get("/items", response_model=ItemPage, summary="List items, newest first")
+@router.get(
+    "/items",
+    response_model=ItemPage,
+    summary="List items, newest first",
+)
 def list_items(
     p: PrincipalDep,
     c: ContainerDep,
     limit: int = Query(50, ge=1, le=200),
-    offset: int = Query(0, ge=0),
+    offset: Offset = 0,
     type: SourceType | None = Query(None, description="only items of this detected type"),
-    from_: str | None = Query(
-        None, alias="from", description="created at or after (ISO date or date-time)"
-    ),
-    to: str | None = Query(None, description="created before (a bare date includes that day)"),
+    status: ItemStatus | None = Query(None, description="only items in this state"),
+    from_: FromParam = None,
+    to: ToParam = None,
 ) -> ItemPage:
-    created_from = _date_param(from_, "from")
-    created_to = _date_param(to, "to", end=True)
     rows = c.items.list(
         p.workspace_id,
         limit=limit + 1,  # one more tells whether there is a next page
         offset=offset,
         source_type=type,
-        created_from=created_from,
-        created_to=created_to,
+        status=status,
+        created_from=instant(from_, "from"),
+        created_to=instant(to, "to", end=True),
     )
     more = len(rows) > limit
     page = rows[:limit]
@@ -204,29 +221,46 @@ def list_items(
     )
 
 
-@router.get("/items/{item_id}", response_model=ItemDetailOut, summary="An item and its runs")
+@router.get(
+    "/items/{item_id}",
+    response_model=ItemDetailOut,
+    summary="An item and its runs",
+)
 def get_item(item_id: str, p: PrincipalDep, c: ContainerDep) -> ItemDetailOut:
     detail = c.items.get(p.workspace_id, item_id)
-    return ItemDetailOut(
-        **item_out(detail.item).model_dump(), runs=[run_out(r) for r in detail.runs]
-    )
+    return item_detail_out(detail.item, detail.runs)
 
 
 _UNSAFE_ASCII = re.compile(r"[^A-Za-z0-9._ ()-]+")
 
 
 def content_disposition(filename: str) -> str:
-    """``attachment`` with an ASCII fallback name and the exact name as RFC 5987 ``filename*``."""
-    ascii_name = unicodedata.normalize("NFKD", filename).encode("ascii", "ignore").decode()
+    """``attachment`` with an ASCII fallback name and the exact name as RFC 5987 ``filename*``.
+
+    Control and bidi-control characters are dropped here too (not only when the name is
+    stored), so a name stored before that rule cannot reorder or break what a browser shows.
+    """
+    shown = display_safe(filename).strip() or "original"
+    ascii_name = unicodedata.normalize("NFKD", shown).encode("ascii", "ignore").decode()
     ascii_name = _UNSAFE_ASCII.sub("_", ascii_name).strip(" .") or "original"
-    return f"attachment; filename=\"{ascii_name}\"; filename*=UTF-8''{quote(filename, safe='')}"
+    return f"attachment; filename=\"{ascii_name}\"; filename*=UTF-8''{quote(shown, safe='')}"
+
+
+_BINARY = {"schema": {"type": "string", "format": "binary"}}
 
 
 @router.get(
     "/items/{item_id}/original",
     summary="Download the stored original as an attachment",
+    description="Served with the media type of the type detected from the content (never the "
+    "Content-Type the uploader sent), as an attachment.",
     response_class=Response,
-    responses={200: {"content": {"application/octet-stream": {}}}},
+    responses={
+        200: {
+            "description": "the original bytes",
+            "content": {media: _BINARY for media in sorted(set(MEDIA_TYPES.values()))},
+        },
+    },
 )
 def get_original(item_id: str, p: PrincipalDep, c: ContainerDep) -> FileResponse:
     stored = c.items.original(p.workspace_id, item_id)
@@ -241,7 +275,9 @@ def get_original(item_id: str, p: PrincipalDep, c: ContainerDep) -> FileResponse
 
 
 @router.delete(
-    "/items/{item_id}", status_code=204, summary="Delete an item and everything derived from it"
+    "/items/{item_id}",
+    status_code=204,
+    summary="Delete an item and everything derived from it",
 )
 def delete_item(item_id: str, p: PrincipalDep, c: ContainerDep) -> Response:
     c.items.delete(p.workspace_id, item_id)
@@ -254,8 +290,23 @@ def delete_item(item_id: str, p: PrincipalDep, c: ContainerDep) -> Response:
     response_model=ReprocessOut,
     summary="Run the pipeline over an item again",
 )
-def reprocess_item(item_id: str, p: PrincipalDep, c: ContainerDep) -> ReprocessOut:
-    result = c.items.reprocess(p.workspace_id, item_id)
+def reprocess_item(
+    item_id: str,
+    p: PrincipalDep,
+    c: ContainerDep,
+    from_stage: StageKind | None = Query(
+        None,
+        alias="from",
+        description="the stage the new pass starts at (default: the stage the item failed "
+        "at, else the first); it and every later stage run again",
+    ),
+) -> ReprocessOut:
+    result = c.items.reprocess(
+        p.workspace_id, item_id, from_stage=from_stage.value if from_stage else None
+    )
     return ReprocessOut(
-        item=item_out(result.item), job_id=result.job.id, generation=result.generation
+        item=item_out(result.item),
+        job_id=result.job.id,
+        generation=result.generation,
+        from_stage=StageKind(result.from_stage),
     )

@@ -7,6 +7,7 @@ from pydantic import BaseModel
 
 import relata
 from relata.api.deps import PrincipalDep
+from relata.api.openapi import errors
 
 router = APIRouter(tags=["system"])
 
@@ -25,6 +26,6 @@ def version() -> VersionOut:
     return VersionOut(version=relata.__version__)
 
 
-@router.get("/workspaces/current", response_model=WorkspaceOut)
+@router.get("/workspaces/current", response_model=WorkspaceOut, responses=errors(503))
 def current_workspace(p: PrincipalDep) -> WorkspaceOut:
     return WorkspaceOut(id=p.workspace_id, slug=p.workspace_slug)

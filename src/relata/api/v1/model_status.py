@@ -5,20 +5,23 @@ The status reports the embedding and analysis providers with their health (each 
 bounded by a short timeout), the models the caller's workspace has seen, the vector width,
 the counts of chunks and stored vectors, the latest re-embed job's progress, and warnings
 with their fix. Re-embedding answers 202 with the job it queued (or the one already
-pending; ``?all=true`` rebuilds every vector); 409 when no embedding provider is configured.
+pending; ``?all=true`` rebuilds every vector), 204 when there is nothing to re-embed (every
+chunk has a vector of the current model and no item failed at the embed stage), and 409 when
+no embedding provider is configured.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Response
 from pydantic import BaseModel, Field
 
 from relata.api.deps import ContainerDep, PrincipalDep
-from relata.api.v1.jobs import JobOut
+from relata.api.openapi import errors
 from relata.domain.ports import ProviderHealth
 from relata.embeddings.status import ModelStatus
+from relata.schemas.jobs import JobOut
 
 router = APIRouter(tags=["models"])
 
@@ -151,7 +154,12 @@ def model_status(p: PrincipalDep, c: ContainerDep) -> ModelStatusOut:
     return ModelStatusOut.of(c.model_status.status(p.workspace_id))
 
 
-@router.post("/workspaces/current/reembed", status_code=202, response_model=JobOut)
+@router.post(
+    "/workspaces/current/reembed",
+    status_code=202,
+    response_model=JobOut,
+    responses={204: {"description": "nothing to re-embed; no job was queued"}, **errors(409)},
+)
 def reembed_workspace(
     p: PrincipalDep,
     c: ContainerDep,
@@ -161,6 +169,7 @@ def reembed_workspace(
         description="Rebuild every vector (deleting the workspace's vectors first), not only "
         "those of chunks not embedded with the current model.",
     ),
-) -> JobOut:
+) -> JobOut | Response:
     """Queue the re-embedding of every chunk not embedded with the current model."""
-    return JobOut.of(c.reembed.start(p.workspace_id, all_chunks=all_chunks))
+    job = c.reembed.start(p.workspace_id, all_chunks=all_chunks)
+    return Response(status_code=204) if job is None else JobOut.of(job)

@@ -1,0 +1,117 @@
+"""The OpenAPI document, made to say what the API really answers.
+
+FastAPI documents a 422 with its own validation shape on every operation that takes input,
+but Relata answers 400 in the one error shape (``relata.api.errors``). ``build_openapi``
+therefore post-processes FastAPI's document by three rules, so no route can forget them:
+
+- every operation that takes parameters or a body documents **400** (FastAPI's 422 is
+  replaced, and its validation schemas dropped);
+- every operation with a path parameter documents **404**: ids in paths are looked up in the
+  caller's workspace, and a missing one (or another workspace's) is not found;
+- the ``kind`` filter of ``GET /api/v1/jobs`` lists the job kinds registered in this process
+  (they are only known once the container is built).
+
+Statuses particular to an operation (409, 413, 415, 502) are declared on the route with
+``errors(...)``; 503 is declared for whole routers in ``relata.api.v1`` (the database may be
+busy for any of them). Every error response has the ``Error`` schema.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+from pydantic import BaseModel, Field
+
+
+class ErrorBody(BaseModel):
+    code: str = Field(description="machine-readable, e.g. invalid_request, not_found, busy")
+    message: str = Field(description="for people; names what was wrong")
+    request_id: str | None = Field(description="the X-Request-ID of the request")
+    field: str | None = Field(None, description="the parameter or field that was wrong (400)")
+    existing_id: str | None = Field(None, description="the item that already holds the bytes")
+
+
+class ErrorOut(BaseModel):
+    """The one error shape: ``{"error": {"code", "message", "request_id", ...}}``."""
+
+    error: ErrorBody
+
+
+_DESCRIPTIONS = {
+    400: "invalid input; `error.field` names the parameter or field",
+    404: "not found in the caller's workspace",
+    409: "conflict; for a duplicate upload `error.existing_id` is the item that has the bytes",
+    413: "over a size limit (RELATA_MAX_UPLOAD_BYTES)",
+    415: "content of a type Relata does not accept",
+    502: "the model provider answered with an error",
+    503: "busy or unavailable (database locked, provider down, too many uploads); retry "
+    "after `Retry-After` seconds",
+}
+_RETRY_AFTER = {
+    "Retry-After": {
+        "description": "seconds to wait before retrying",
+        "schema": {"type": "integer"},
+    }
+}
+
+
+def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """The ``responses=`` entries of these error statuses, in the one error shape."""
+    out: dict[int | str, dict[str, Any]] = {}
+    for status in statuses:
+        entry: dict[str, Any] = {"model": ErrorOut, "description": _DESCRIPTIONS[status]}
+        if status == 503:
+            entry["headers"] = _RETRY_AFTER
+        out[status] = entry
+    return out
+
+
+def _error_response(status: int) -> dict[str, Any]:
+    return {
+        "description": _DESCRIPTIONS[status],
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorOut"}}},
+    }
+
+
+def _operations(schema: dict[str, Any]) -> Iterable[tuple[str, dict[str, Any]]]:
+    for path, item in schema.get("paths", {}).items():
+        for method, op in item.items():
+            if method in {"get", "put", "post", "delete", "patch", "head", "options"}:
+                yield path, op
+
+
+def _apply_rules(schema: dict[str, Any], job_kinds: Iterable[str]) -> None:
+    kinds = sorted(job_kinds)
+    for path, op in _operations(schema):
+        responses: dict[str, Any] = op.setdefault("responses", {})
+        if responses.pop("422", None) is not None or "requestBody" in op:
+            responses.setdefault("400", _error_response(400))
+        if "{" in path:
+            responses.setdefault("404", _error_response(404))
+        if path == "/api/v1/jobs" and kinds:
+            for param in op.get("parameters", []):
+                if param.get("name") == "kind":
+                    param["schema"] = {
+                        "anyOf": [{"type": "string", "enum": kinds}, {"type": "null"}]
+                    }
+        op["responses"] = dict(sorted(responses.items()))
+    components = schema.setdefault("components", {}).setdefault("schemas", {})
+    for name in ("HTTPValidationError", "ValidationError"):
+        components.pop(name, None)
+    if "ErrorOut" not in components:  # declared by the routers' errors(503)
+        raise RuntimeError("no route declares the error shape: include errors(503)")
+
+
+def build_openapi(app: FastAPI, job_kinds: Iterable[str]) -> dict[str, Any]:
+    """FastAPI's document for ``app`` with the rules of the module docstring applied."""
+    schema = get_openapi(
+        title=app.title,
+        version=app.version,
+        description=app.description,
+        routes=app.routes,
+    )
+    _apply_rules(schema, job_kinds)
+    return schema

@@ -1,0 +1,100 @@
+"""The item responses (``/api/v1/items``, the CLI's item commands with ``--json``): an item,
+its processing runs, a page of items, and a reprocessing receipt."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from relata.domain.models import Item, ItemStatus, ProcessingRun, SourceType
+from relata.domain.vocabulary import RunOutcome, StageKind
+
+
+class ItemOut(BaseModel):
+    id: str
+    title: str
+    source_type: SourceType = Field(description="the type detected from the content")
+    status: ItemStatus
+    error: str | None
+    failed_stage: StageKind | None = Field(
+        default=None, description="the pipeline stage whose failure left the item failed"
+    )
+    content_hash: str
+    size_bytes: int
+    media_type: str | None
+    original_filename: str | None = Field(description="as uploaded, for display only")
+    metadata: dict[str, str]
+    chunk_count: int
+    deliberate_duplicate: bool
+    created_at: datetime | None
+    ingested_at: datetime
+    updated_at: datetime | None
+
+
+class RunOut(BaseModel):
+    id: str
+    stage: str = Field(description="the pipeline stage (parse, chunk, embed, ...)")
+    outcome: RunOutcome
+    started_at: datetime
+    finished_at: datetime | None
+    versions: dict[str, str]
+    details: dict[str, Any]
+    error: str | None
+
+
+class ItemDetailOut(ItemOut):
+    runs: list[RunOut]
+
+
+class ItemPage(BaseModel):
+    items: list[ItemOut]
+    limit: int
+    offset: int
+    next_offset: int | None = Field(description="offset of the next page; null on the last")
+
+
+class ReprocessOut(BaseModel):
+    item: ItemOut
+    job_id: str
+    generation: int
+    from_stage: StageKind = Field(description="the stage the new pass starts at")
+
+
+def item_out(item: Item) -> ItemOut:
+    return ItemOut(
+        id=item.id,
+        title=item.title,
+        source_type=item.source_type,
+        status=item.status,
+        error=item.error,
+        failed_stage=StageKind(item.failed_stage) if item.failed_stage else None,
+        content_hash=item.content_hash,
+        size_bytes=item.size_bytes,
+        media_type=item.media_type,
+        original_filename=item.original_filename,
+        metadata=dict(item.metadata),
+        chunk_count=item.chunk_count,
+        deliberate_duplicate=item.deliberate_duplicate,
+        created_at=item.created_at,
+        ingested_at=item.ingested_at,
+        updated_at=item.updated_at,
+    )
+
+
+def item_detail_out(item: Item, runs: list[ProcessingRun]) -> ItemDetailOut:
+    return ItemDetailOut(**item_out(item).model_dump(), runs=[run_out(r) for r in runs])
+
+
+def run_out(run: ProcessingRun) -> RunOut:
+    return RunOut(
+        id=run.id,
+        stage=run.stage,
+        outcome=RunOutcome(run.outcome),
+        started_at=run.started_at,
+        finished_at=run.finished_at,
+        versions=dict(run.versions),
+        details=dict(run.details),
+        error=run.error,
+    )
