@@ -21,18 +21,26 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
+from relata.domain.vocabulary import SearchLeg
+
 if TYPE_CHECKING:
     from relata.config.settings import Settings
 
-LEGS: tuple[str, ...] = ("text", "chunk_text", "vector", "entity", "relationship")
-LEXICAL_LEGS = frozenset({"text", "chunk_text"})
+LEGS: tuple[SearchLeg, ...] = tuple(SearchLeg)
+LEXICAL_LEGS: frozenset[str] = frozenset({SearchLeg.TEXT, SearchLeg.CHUNK_TEXT})
 DEFAULT_K = 60
 # Equal text/vector weights are plain RRF, the published BM25 + dense recipe. The chunk leg
 # repeats the item leg's lexical evidence at passage level, so it gets half a vote; entity
 # matches are exact but coarse; relationship expansion finds items the query did not match,
 # so at rank 1 it must stay below a direct text match in the top 60 (0.25/61 < 1/120).
 DEFAULT_WEIGHTS: Mapping[str, float] = MappingProxyType(
-    {"text": 1.0, "chunk_text": 0.5, "vector": 1.0, "entity": 0.5, "relationship": 0.25}
+    {
+        SearchLeg.TEXT: 1.0,
+        SearchLeg.CHUNK_TEXT: 0.5,
+        SearchLeg.VECTOR: 1.0,
+        SearchLeg.ENTITY: 0.5,
+        SearchLeg.RELATIONSHIP: 0.25,
+    }
 )
 
 NOTE_ONLY_MEANING = "found only by meaning"
@@ -75,11 +83,11 @@ class FusionConfig:
         return cls(
             k=settings.rrf_k,
             weights={
-                "text": settings.search_weight_text,
-                "chunk_text": settings.search_weight_chunk_text,
-                "vector": settings.search_weight_vector,
-                "entity": settings.search_weight_entity,
-                "relationship": settings.search_weight_relationship,
+                SearchLeg.TEXT: settings.search_weight_text,
+                SearchLeg.CHUNK_TEXT: settings.search_weight_chunk_text,
+                SearchLeg.VECTOR: settings.search_weight_vector,
+                SearchLeg.ENTITY: settings.search_weight_entity,
+                SearchLeg.RELATIONSHIP: settings.search_weight_relationship,
             },
         )
 
@@ -130,13 +138,13 @@ def _tie_level(score: float) -> float:
 
 
 def _notes(found_by: set[str], present: set[str]) -> tuple[str, ...]:
-    if found_by == {"vector"}:
+    if found_by == {SearchLeg.VECTOR}:
         return (NOTE_ONLY_MEANING,)
-    if found_by <= LEXICAL_LEGS and "vector" in present:
+    if found_by <= LEXICAL_LEGS and SearchLeg.VECTOR in present:
         return (NOTE_ONLY_TERMS,)
-    if found_by == {"entity"}:
+    if found_by == {SearchLeg.ENTITY}:
         return (NOTE_ONLY_ENTITY,)
-    if found_by == {"relationship"}:
+    if found_by == {SearchLeg.RELATIONSHIP}:
         return (NOTE_ONLY_RELATIONSHIP,)
     return ()
 
@@ -153,7 +161,7 @@ def fuse(
     unknown = set(legs) - set(LEGS)
     if unknown:
         raise ValueError(f"unknown legs: {sorted(unknown)}")
-    present = {leg for leg in LEGS if legs.get(leg) is not None}
+    present: set[str] = {leg for leg in LEGS if legs.get(leg) is not None}
     found: dict[str, list[LegContribution]] = {}
     for leg in LEGS:  # canonical order: explanations and sums are built in this order
         hits = legs.get(leg)

@@ -20,11 +20,20 @@ from datetime import datetime
 from typing import Protocol
 
 from relata.domain.cancel import Cancel
-from relata.domain.errors import ValidationError
+from relata.domain.errors import Unavailable, ValidationError
 from relata.domain.models import Chunk, Item, SourceType
 from relata.domain.ports import Embedder, TextSearch, VectorStore
+from relata.domain.vocabulary import SearchLeg
 from relata.ranking.aggregate import ChunkHit, best_chunk_per_item
-from relata.ranking.fusion import LEGS, Explanation, FusedResult, FusionConfig, LegHit, fuse
+from relata.ranking.fusion import (
+    LEGS,
+    LEXICAL_LEGS,
+    Explanation,
+    FusedResult,
+    FusionConfig,
+    LegHit,
+    fuse,
+)
 
 MAX_QUERY_CHARS = 1000
 MAX_LIMIT = 100
@@ -33,9 +42,11 @@ EXCERPT_CHARS = 320
 MAX_EXCERPTS = 2
 # Legs that are not built yet: the response says so instead of pretending they found nothing.
 UNBUILT_LEGS = {
-    "entity": "entity matching is not available yet",
-    "relationship": "relationship expansion is not available yet",
+    SearchLeg.ENTITY: "entity matching is not available yet",
+    SearchLeg.RELATIONSHIP: "relationship expansion is not available yet",
 }
+#: A leg whose provider did not answer: the others still run, and a note says so.
+UNAVAILABLE = "unavailable"
 
 
 class ItemReader(Protocol):
@@ -185,9 +196,9 @@ class SearchService:
             else:
                 leg_state[leg] = "ran"
 
-        if leg_state["vector"] == "ran" and self._embedder is None:
-            leg_state["vector"] = "absent"
-            hits["vector"] = None
+        if leg_state[SearchLeg.VECTOR] == "ran" and self._embedder is None:
+            leg_state[SearchLeg.VECTOR] = "absent"
+            hits[SearchLeg.VECTOR] = None
             notes.append(
                 "meaning-based search is unavailable: no embedding provider is configured "
                 "(RELATA_EMBEDDING_PROVIDER=none); results come from exact terms only"
@@ -195,15 +206,29 @@ class SearchService:
         # The legs are independent: run them side by side (the database and onnxruntime
         # release the GIL), each on a pooled thread, and wait for all of them.
         runners = {
-            "text": lambda: self._text_leg(workspace_id, query, n, timings),
-            "chunk_text": lambda: self._chunk_leg(workspace_id, query, n, highlights, timings),
-            "vector": lambda: self._vector_leg(workspace_id, query, n, cancel, timings),
+            SearchLeg.TEXT: lambda: self._text_leg(workspace_id, query, n, timings),
+            SearchLeg.CHUNK_TEXT: lambda: self._chunk_leg(
+                workspace_id, query, n, highlights, timings
+            ),
+            SearchLeg.VECTOR: lambda: self._vector_leg(workspace_id, query, n, cancel, timings),
         }
         futures = {
             leg: self._pool.submit(run) for leg, run in runners.items() if leg_state[leg] == "ran"
         }
         for leg, future in futures.items():
-            hits[leg] = future.result()
+            try:
+                hits[leg] = future.result()
+            except Unavailable as exc:
+                if leg != SearchLeg.VECTOR:
+                    raise
+                # The embedding provider did not answer (down, overloaded, retries spent):
+                # degrade to the other legs and say so (spec: search degrades, not fails).
+                leg_state[leg] = UNAVAILABLE
+                hits[leg] = None
+                notes.append(
+                    "meaning-based search is unavailable: the embedding provider did not "
+                    f"answer ({exc.message}); results come from exact terms only"
+                )
 
         for leg, reason in UNBUILT_LEGS.items():
             if leg_state[leg] == "absent":
@@ -265,7 +290,7 @@ class SearchService:
             created_from=query.created_from,
             created_to=query.created_to,
         )
-        timings["text"] = _ms(t0)
+        timings[SearchLeg.TEXT] = _ms(t0)
         return [LegHit(id=h.id, score=h.score, matched_terms=h.matched_terms) for h in found]
 
     def _chunk_leg(
@@ -280,7 +305,7 @@ class SearchService:
         found = self._text.search_chunks(workspace_id, query.text, limit=n)
         for ch in found:
             highlights[ch.chunk_id] = ch.highlights
-        timings["chunk_text"] = _ms(t0)
+        timings[SearchLeg.CHUNK_TEXT] = _ms(t0)
         return best_chunk_per_item(
             [
                 ChunkHit(c.chunk_id, c.item_id, score=c.score, matched_terms=c.matched_terms)
@@ -309,7 +334,7 @@ class SearchService:
             created_from=query.created_from,
             created_to=query.created_to,
         )
-        timings["vector"] = _ms(t0)
+        timings[SearchLeg.VECTOR] = _ms(t0)
         return best_chunk_per_item(
             [ChunkHit(v.chunk_id, v.item_id, similarity=v.score) for v in found]
         )
@@ -327,11 +352,11 @@ class SearchService:
             item_id, explanation = r.id, r.explanation
             ids: list[str] = []
             # Lexical chunk hits first (they carry highlights), then the best vector chunks.
-            for leg_name in ("chunk_text", "vector"):
+            for leg_name in (SearchLeg.CHUNK_TEXT, SearchLeg.VECTOR):
                 for c in explanation.legs:
                     if c.leg == leg_name:
                         ids.extend(i for i in c.chunk_ids if i not in ids)
-            lexical = any(c.leg in ("text", "chunk_text") for c in explanation.legs)
+            lexical = any(c.leg in LEXICAL_LEGS for c in explanation.legs)
             if (lexical or not ids) and not any(i in highlights for i in ids):
                 missing.append(item_id)
             wanted[item_id] = ids[:MAX_EXCERPTS]
@@ -360,31 +385,79 @@ class SearchService:
 
 
 def _excerpt(chunk: Chunk, marks: tuple[tuple[int, int], ...]) -> Excerpt:
-    """A window of at most ``EXCERPT_CHARS`` of the chunk around its first match; highlight
-    offsets are rebased onto the excerpt and clipped to it."""
+    """A window of at most ``EXCERPT_CHARS`` of the chunk around its first match, cut at word
+    boundaries; highlight offsets are rebased onto the excerpt and clipped to it."""
     text = chunk.text
-    start = 0
-    if marks and len(text) > EXCERPT_CHARS:
-        first = marks[0][0]
-        start = max(0, min(first - EXCERPT_CHARS // 4, len(text) - EXCERPT_CHARS))
-        # Start at a word boundary when one is near.
-        space = text.rfind(" ", max(0, start - 20), start + 1)
-        if space > 0:
-            start = space + 1
-    end = min(len(text), start + EXCERPT_CHARS)
-    window = text[start:end]
+    start, end = excerpt_window(text, marks[0] if marks else None)
     rebased = tuple(
         (s - start, min(e, end) - start) for s, e in marks if s >= start and s < end and e > s
     )
     return Excerpt(
         chunk_id=chunk.id,
-        text=window,
+        text=text[start:end],
         start=chunk.start_offset + start,
         end=chunk.start_offset + end,
         heading_path=chunk.heading_path,
         page=chunk.page,
         highlights=rebased,
     )
+
+
+def excerpt_window(text: str, first: tuple[int, int] | None) -> tuple[int, int]:
+    """``(start, end)`` of at most ``EXCERPT_CHARS`` of ``text``, a quarter of the window
+    before the ``first`` match when given. Both ends fall on word boundaries (whitespace
+    around them, or the text's own ends) unless a single word runs for more than
+    ``_WORD_SLACK`` characters; the first match is never cut off."""
+    n = len(text)
+    if n <= EXCERPT_CHARS:
+        return 0, n
+    start = 0
+    if first is not None:
+        start = max(0, min(first[0] - EXCERPT_CHARS // 4, n - EXCERPT_CHARS))
+        if not _at_boundary(text, start):
+            # Back to the start of the word, or (when that is far) forward past it.
+            back = _space_before(text, start, start - _WORD_SLACK)
+            if back is not None:
+                start = back + 1
+            else:
+                ahead = _space_after(text, start, min(first[0], start + _WORD_SLACK))
+                if ahead is not None:
+                    start = ahead + 1
+    end = min(n, start + EXCERPT_CHARS)
+    if not _at_boundary(text, end):
+        keep = first[1] if first is not None else start
+        cut = _space_before(text, end, max(keep, end - _WORD_SLACK))
+        if cut is not None:
+            end = cut
+    limit = first[0] if first is not None else end
+    while start < limit and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
+_WORD_SLACK = 40
+
+
+def _at_boundary(text: str, i: int) -> bool:
+    return i <= 0 or i >= len(text) or text[i - 1].isspace() or text[i].isspace()
+
+
+def _space_before(text: str, i: int, lo: int) -> int | None:
+    """The last whitespace index in ``[lo, i)``, if any."""
+    for j in range(i - 1, max(lo, 0) - 1, -1):
+        if text[j].isspace():
+            return j
+    return None
+
+
+def _space_after(text: str, i: int, hi: int) -> int | None:
+    """The first whitespace index in ``[i, hi)``, if any."""
+    for j in range(i, min(hi, len(text))):
+        if text[j].isspace():
+            return j
+    return None
 
 
 def _ms(t0: float) -> float:
