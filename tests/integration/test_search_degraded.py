@@ -48,6 +48,8 @@ def test_search_and_answers_degrade_to_the_text_legs_when_the_embedder_is_down(
         legs = {c.leg for c in response.results[0].explanation.legs}
         assert "vector" not in legs and "text" in legs
 
-        answer = c.answers.answer(ws, "When did the Sabrewing Array enter operation?", cancel=Cancel())
+        answer = c.answers.answer(
+            ws, "When did the Sabrewing Array enter operation?", cancel=Cancel()
+        )
         assert answer.status == "unavailable" and answer.reason == "analysis_disabled"
         assert [s.item_id for s in answer.sources] == [item.id]
