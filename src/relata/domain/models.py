@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from relata.domain.vocabulary import RunOutcome
+from relata.domain.vocabulary import ClaimNature, RelationshipType, RunOutcome
+from relata.domain.vocabulary import EntityType as EntityType  # re-exported: entities use it
 
 JSONDict = dict[str, Any]
 
@@ -50,16 +51,6 @@ class AliasStatus(enum.StrEnum):
     CANDIDATE = "candidate"
     CONFIRMED = "confirmed"
     REJECTED = "rejected"
-
-
-class EntityType(enum.StrEnum):
-    """What an entity is (docs/decisions/0015-entities.md): names of people, organisations
-    and places, and ``term`` for technical terms (genes, drugs, products, identifiers)."""
-
-    PERSON = "person"
-    ORGANISATION = "organisation"
-    LOCATION = "location"
-    TERM = "term"
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,7 +142,7 @@ class Entity:
     id: str
     workspace_id: str
     name: str
-    entity_type: str
+    entity_type: EntityType
     normalised_key: str
     created_at: datetime
     observation_count: int = 1
@@ -177,7 +168,7 @@ class Claim:
     item_id: str
     subject: str
     statement: str
-    nature: str
+    nature: ClaimNature
     dedupe_key: str
     created_at: datetime
     chunk_id: str | None = None
@@ -192,7 +183,7 @@ class Relationship:
     workspace_id: str
     source_id: str
     target_id: str
-    relationship_type: str
+    relationship_type: RelationshipType
     score: float
     score_version: str
     dedupe_key: str

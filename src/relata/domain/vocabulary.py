@@ -3,7 +3,7 @@
 Stored and sent as their string values, so a row written before a member was added still
 reads back; a value outside the enum is refused where it enters (an API parameter, a model's
 output), never deep inside. Members may grow; the first sets are recorded in
-docs/decisions/0014-pipeline-and-vocabularies.md.
+docs/decisions/0016-pipeline-and-vocabularies.md.
 """
 
 from __future__ import annotations
@@ -54,6 +54,16 @@ class SearchLeg(enum.StrEnum):
     VECTOR = "vector"
     ENTITY = "entity"
     RELATIONSHIP = "relationship"
+
+
+class EntityType(enum.StrEnum):
+    """What an entity is (docs/decisions/0015-entities.md): names of people, organisations
+    and places, and ``term`` for technical terms (genes, drugs, products, identifiers)."""
+
+    PERSON = "person"
+    ORGANISATION = "organisation"
+    LOCATION = "location"
+    TERM = "term"
 
 
 class ClaimNature(enum.StrEnum):

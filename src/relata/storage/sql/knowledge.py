@@ -23,6 +23,7 @@ from relata.domain.models import (
     ReviewStatus,
 )
 from relata.domain.ports import Clock
+from relata.domain.vocabulary import ClaimNature, EntityType, RelationshipType
 from relata.storage.sql.base import insert_for, ws_filter
 from relata.storage.sql.engine import Database
 from relata.storage.sql.errors import translate
@@ -34,7 +35,7 @@ def _entity(row: Any) -> Entity:
         id=row.id,
         workspace_id=row.workspace_id,
         name=row.name,
-        entity_type=row.entity_type,
+        entity_type=EntityType(row.entity_type),
         normalised_key=row.normalised_key,
         created_at=row.created_at,
         observation_count=row.observation_count,
@@ -165,7 +166,7 @@ def _claim(row: Any) -> Claim:
         item_id=row.item_id,
         subject=row.subject,
         statement=row.statement,
-        nature=row.nature,
+        nature=ClaimNature(row.nature),
         dedupe_key=row.dedupe_key,
         created_at=row.created_at,
         chunk_id=row.chunk_id,
@@ -230,7 +231,7 @@ def _relationship(row: Any) -> Relationship:
         workspace_id=row.workspace_id,
         source_id=row.source_id,
         target_id=row.target_id,
-        relationship_type=row.relationship_type,
+        relationship_type=RelationshipType(row.relationship_type),
         score=row.score,
         score_version=row.score_version,
         dedupe_key=row.dedupe_key,
