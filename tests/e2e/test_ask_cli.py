@@ -107,7 +107,7 @@ def test_ask_pointed_at_a_local_openai_compatible_server_cites_its_source(
         sources = r.stdout.split("sources (2):", 1)[1]
         source_block = sources.split(ref, 1)[1].split("\n  [S", 1)[0]
         assert "twelve turbines" in source_block
-        assert "1 citation(s) named no supplied source and were dropped" in r.stdout
+        assert "1 citation named no supplied source and was dropped" in r.stdout
 
         fake.enqueue(Reply.error(400, "model 'fake-chat' does not exist"))
         bad = _relata(["ask", QUESTION], model)

@@ -9,10 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from relata.cli.ingest import Progress
 from relata.domain.errors import NotFound
 from relata.domain.models import SourceType
-from relata.ingest.bulk import JsonlFields, Tally, file_request, jsonl_requests, scan
+from relata.ingest.bulk import JsonlFields, file_request, jsonl_requests, scan
 from relata.ingest.originals import OriginalStore
 from relata.ingest.service import IngestRequest
 
@@ -96,22 +95,6 @@ def test_a_file_over_the_limit_is_refused_from_its_size(tmp_path: Path) -> None:
     assert file_request(big, "big.txt", 10, allow_duplicate=False) == (
         "the file is 11 bytes; the limit is 10 bytes (RELATA_MAX_UPLOAD_BYTES)"
     )
-
-
-class _Tty(io.StringIO):
-    def isatty(self) -> bool:
-        return True
-
-
-def test_progress_draws_a_bar_on_a_terminal_and_lines_elsewhere() -> None:
-    tally = Tally(scanned=5, ingested=3, duplicates=1, rejected=[("x", "why")])
-    tty = _Tty()
-    Progress(tty, total=10).ingesting(tally, final=True)
-    assert tty.getvalue().startswith("\r\x1b[K")
-    assert "[############------------] 5/10" in tty.getvalue()
-    plain = io.StringIO()
-    Progress(plain, total=10).ingesting(tally, final=True)
-    assert plain.getvalue() == ("ingest: scanned 5, ingested 3, duplicates 1, rejected 1\n")
 
 
 def test_a_stored_path_that_was_tampered_with_is_never_opened(tmp_path: Path) -> None:

@@ -3,21 +3,24 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import getpass
+import json
+import os
 import sys
 from typing import Any
 
-import relata
-from relata.auth.passwords import hash_password, validate_password
-from relata.cli.common import CliError, open_container
-from relata.config.settings import markdown_table
-from relata.domain.models import User
-from relata.ids import new_id
-from relata.storage.sql import migrate
+from relata.cli.common import CliError, open_container, plural, settings_or_exit, where
+from relata.config.settings import SETTINGS, Settings, markdown_table
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("createadmin", help="create an administrator (password from prompt/stdin)")
+    p = sub.add_parser(
+        "createadmin",
+        help="create an administrator (password from prompt/stdin)",
+        description="Create an administrator of the default workspace. The password is "
+        "read from a prompt (twice), or from standard input, and stored as an Argon2id hash.",
+    )
     p.add_argument("--username", help="the new administrator's username (prompted if omitted)")
     p.add_argument(
         "--password-stdin", action="store_true", help="read the password from standard input"
@@ -41,11 +44,26 @@ def register(sub: Any) -> None:
     )
     p.set_defaults(handler=_seed)
 
-    p = sub.add_parser("version", help="print the package version and schema revision")
+    p = sub.add_parser(
+        "version",
+        help="print the package version and schema revision",
+        description="Print the package version and the database's schema revision (and "
+        "whether it needs `relata migrate`). Creates no database.",
+    )
     p.set_defaults(handler=_version)
 
-    p = sub.add_parser("config", help="print the configuration variables")
-    p.add_argument("--markdown", action="store_true", help="as the README's Markdown table")
+    p = sub.add_parser(
+        "config",
+        help="show the configuration in effect and where each value comes from",
+        description="Show the data dir and database the commands use, then every RELATA_* "
+        "variable with the value in effect and its source (environment or default); secrets "
+        "are hidden. --markdown prints the README's table of variables instead.",
+    )
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--json", action="store_true", help="the same as one JSON object")
+    group.add_argument(
+        "--markdown", action="store_true", help="the README's table of every variable"
+    )
     p.set_defaults(handler=_config)
 
 
@@ -61,6 +79,10 @@ def _read_password(from_stdin: bool) -> str:
 
 
 def _createadmin(args: argparse.Namespace) -> int:
+    from relata.auth.passwords import hash_password, validate_password
+    from relata.domain.models import User
+    from relata.ids import new_id
+
     username = (args.username or "").strip()
     if not username:
         if not sys.stdin.isatty():
@@ -69,8 +91,7 @@ def _createadmin(args: argparse.Namespace) -> int:
     if not username or len(username) > 64:
         raise CliError("username must be 1-64 characters")
     password = validate_password(_read_password(args.password_stdin))
-    with open_container(log=False) as c:
-        migrate.upgrade(c.db)
+    with open_container(log=False, schema="migrate") as c:
         ws, _ = c.workspaces.ensure(c.settings.default_workspace)
         user = User(
             id=new_id(),
@@ -87,15 +108,14 @@ def _createadmin(args: argparse.Namespace) -> int:
 
 
 def _seed(args: argparse.Namespace) -> int:
-    from relata.cli.ingest import Progress, failed_items, process
+    from relata.cli.ingest import Progress, failed_items, process, report_failures
     from relata.ingest.bulk import BulkIngest, Tally
     from relata.ingest.service import IngestRequest
     from relata.observability.logging import configure_logging
     from relata.seed import demo_documents
 
-    with open_container(log=False) as c:
+    with open_container(log=False, schema="migrate") as c:
         configure_logging("error", c.settings.log_format)
-        migrate.upgrade(c.db)
         ws, created = c.workspaces.ensure(c.settings.default_workspace, "Default workspace")
         print(f"workspace {ws.slug!r} " + ("created" if created else "already exists"))
         if args.no_demo:
@@ -106,39 +126,98 @@ def _seed(args: argparse.Namespace) -> int:
             request = IngestRequest(data=doc.data, filename=doc.filename, created_at=doc.created_at)
             bulk.add(doc.filename, request)
         bulk.flush()
+        failed_before = failed_items(c, ws.id, tally.duplicate_ids)
+        report_failures(failed_before, earlier=True)
         if tally.ingested == 0 and not tally.rejected:
-            print(f"demo corpus already there ({tally.duplicates} documents)")
-            return 0
+            print(f"demo corpus already there ({plural(tally.duplicates, 'document')})")
+            return 1 if failed_before else 0
         print(f"demo corpus: ingested {tally.ingested}, already there {tally.duplicates}")
         for label, reason in tally.rejected:
             print(f"rejected: {label}: {reason}", file=sys.stderr)
         if tally.item_ids:
             settled = process(c, ws.id, tally, timeout=args.timeout, progress=Progress(sys.stderr))
             print(f"processed: ready {settled.counts.get('ready', 0)} of {len(tally.item_ids)}")
-            failed = failed_items(c, ws.id, tally)
-            for label, error in failed:
-                print(f"failed: {label}: {error}", file=sys.stderr)
+            failed = failed_items(c, ws.id, tally.item_ids)
+            report_failures(failed)
             if failed:
                 return 1
-    return 1 if tally.rejected else 0
+    return 1 if tally.rejected or failed_before else 0
 
 
 def _version(_: argparse.Namespace) -> int:
-    with open_container(log=False) as c:
+    import relata
+
+    settings = settings_or_exit()
+    w = where(settings)
+    print(f"relata {relata.__version__}")
+    if w.sqlite_file is not None and not w.sqlite_file.is_file():
+        print(f"schema none (no database at {w.sqlite_file} yet)")
+        return 0
+    from relata.storage.sql import migrate
+
+    with open_container(log=False, schema="any") as c:
         current = migrate.current_revision(c.db)
     head = migrate.head_revision()
     state = "current" if current == head else f"needs migration to {head}"
-    print(f"relata {relata.__version__}")
     print(f"schema {current or 'none'} ({state})")
     return 0
+
+
+# ---------------------------------------------------------------- relata config
+def _display(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple):  # host, port
+        host, port = value
+        return f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def effective(settings: Settings, environ: Any = None) -> list[dict[str, str]]:
+    """Every variable with the value in effect and its source; secrets are hidden."""
+    env = os.environ if environ is None else environ
+    secret = {f.name for f in dataclasses.fields(Settings) if not f.repr}
+    rows = []
+    for s in SETTINGS:
+        value = _display(getattr(settings, s.field))
+        if s.field in secret and value:
+            value = "(set, hidden)"
+        rows.append(
+            {
+                "variable": s.env,
+                "value": value,
+                "source": "environment" if s.env in env else "default",
+            }
+        )
+    return rows
 
 
 def _config(args: argparse.Namespace) -> int:
     if args.markdown:
         sys.stdout.write(markdown_table())
         return 0
-    from relata.config.settings import SETTINGS
-
-    for s in SETTINGS:
-        print(f"{s.env}={s.default}\n    {s.help} Accepts: {s.accepts}.")
+    settings = settings_or_exit()
+    w = where(settings)
+    exists = w.sqlite_file is None or w.sqlite_file.is_file()
+    rows = effective(settings)
+    if args.json:
+        data = {
+            "data_dir": str(w.data_dir),
+            "data_dir_source": w.data_dir_source,
+            "database": w.database,
+            "database_exists": exists if w.sqlite_file is not None else None,
+            "variables": rows,
+        }
+        print(json.dumps(data, indent=2))
+        return 0
+    print(f"data dir:  {w.data_dir}  ({w.data_dir_source})")
+    print(f"database:  {w.database}" + ("" if exists else "  (not created yet)"))
+    print()
+    width = max(len(r["variable"]) for r in rows)
+    vwidth = min(48, max(len(r["value"] or "(empty)") for r in rows))
+    for r in rows:
+        value = r["value"] or "(empty)"
+        print(f"{r['variable']:<{width}}  {value:<{vwidth}}  {r['source']}")
     return 0

@@ -12,7 +12,7 @@ import json
 import sys
 from typing import Any, TextIO
 
-from relata.cli.common import open_container
+from relata.cli.common import add_workspace_option, clip_words, open_container, plural
 from relata.schemas.answers import to_out
 from relata.search.answers import DEFAULT_LIMIT, MAX_LIMIT, Answer
 
@@ -24,11 +24,12 @@ def register(sub: Any) -> None:
         "ask",
         help="answer a question from a workspace, citing its sources",
         description="Search the workspace for the question and ask the configured language "
-        "model (RELATA_AI_PROVIDER) to answer from the retrieved excerpts only. Without a "
-        "model, or when the reply is rejected, the sources are still printed with the reason.",
+        "model (RELATA_AI_PROVIDER, RELATA_AI_MODEL) to answer from the retrieved excerpts "
+        "only. Without a model (the default), or when the reply is rejected, the answer is "
+        "unavailable and the retrieved sources are printed with the reason.",
     )
     p.add_argument("question", help="what to ask")
-    p.add_argument("--workspace", metavar="SLUG", help="default: RELATA_DEFAULT_WORKSPACE")
+    add_workspace_option(p)
     p.add_argument(
         "--limit",
         type=int,
@@ -58,11 +59,9 @@ def print_answer(ans: Answer, out: TextIO) -> None:
         for s in ans.citations:
             print(f"  [{s.ref}] {s.title}", file=out)
         if ans.dropped_citations:
-            print(
-                f"note: {ans.dropped_citations} citation(s) named no supplied source "
-                "and were dropped",
-                file=out,
-            )
+            dropped = plural(ans.dropped_citations, "citation")
+            verb = "was" if ans.dropped_citations == 1 else "were"
+            print(f"note: {dropped} named no supplied source and {verb} dropped", file=out)
     else:
         print(f"answer unavailable ({ans.reason}): {ans.message}", file=out)
     if not ans.sources:
@@ -70,8 +69,6 @@ def print_answer(ans: Answer, out: TextIO) -> None:
         return
     print(f"\nsources ({len(ans.sources)}):", file=out)
     for s in ans.sources:
-        snippet = " ".join(s.excerpt.split())
-        if len(snippet) > _SNIPPET_CHARS:
-            snippet = snippet[:_SNIPPET_CHARS] + " ..."
+        snippet = clip_words(s.excerpt, _SNIPPET_CHARS)
         print(f"  [{s.ref}] {s.title}  item={s.item_id}  score={s.score:.4f}", file=out)
         print(f"       {snippet}", file=out)

@@ -1,38 +1,33 @@
 """``relata ingest``: add files, folders or a JSONL corpus to a workspace, then (by default)
 process them in this process until they are ready.
 
-Progress goes to standard error: a live bar on a terminal, otherwise a line every few
-seconds. The summary goes to standard output; every rejected input is listed with its
-reason, and the exit code is 1 when anything was rejected or failed to process.
+On a terminal, progress is drawn on standard error (the current file, counts and an ETA) and
+cleared when done; piped, nothing but the summary is printed. The summary goes to standard
+output once; every rejected input, every item whose processing failed and every file that is
+already there as a failed item is listed on standard error with its reason. The exit code is
+1 when anything was rejected or failed.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from relata.bootstrap import Container
-from relata.cli.common import CliError, open_container
-from relata.domain.models import ItemStatus, Workspace
-from relata.ingest.bulk import (
-    BulkIngest,
-    JsonlFields,
-    Settled,
-    Tally,
-    file_request,
-    jsonl_requests,
-    scan,
-    wait_until_settled,
-)
-from relata.observability.logging import configure_logging
-from relata.storage.sql import migrate
+from relata.cli.common import CliError, add_workspace_option, open_container
+from relata.domain.models import ItemStatus
 
-_TTY_INTERVAL = 0.1
-_LINE_INTERVAL = 5.0
-_BAR_WIDTH = 24
+if TYPE_CHECKING:
+    from relata.bootstrap import Container
+    from relata.domain.models import Workspace
+    from relata.ingest.bulk import Settled, Tally
+
+_REDRAW_SECONDS = 0.1
+_BAR_WIDTH = 20
 _BATCH = 500
 
 
@@ -43,10 +38,11 @@ def register(sub: Any) -> None:
         description="Ingest files (type detected from content: text, Markdown, JSON, PDF, "
         "DOCX), folders (their files; subfolders with --recursive; hidden entries skipped) "
         "or a JSONL corpus (--jsonl, one item per line). Then process them in this process "
-        "until they are ready, unless --no-wait. Exit code 1 when anything was rejected.",
+        "until they are ready, unless --no-wait. Exit code 1 when anything was rejected or "
+        "failed to process.",
     )
     p.add_argument("paths", nargs="*", metavar="PATH", help="files or folders")
-    p.add_argument("--workspace", metavar="SLUG", help="target workspace (default: the default)")
+    add_workspace_option(p)
     p.add_argument("-r", "--recursive", action="store_true", help="descend into subfolders")
     p.add_argument(
         "--allow-duplicate", action="store_true", help="keep deliberate copies of known content"
@@ -70,56 +66,97 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=_ingest)
 
 
-class Progress:
-    """Counts on standard error: a live bar on a terminal, periodic lines otherwise."""
+# ---------------------------------------------------------------- progress
+def eta(seconds: float) -> str:
+    """``42s``, ``3:07``, ``1:02:03``."""
+    s = max(0, round(seconds))
+    if s < 60:
+        return f"{s}s"
+    minutes, sec = divmod(s, 60)
+    if minutes < 60:
+        return f"{minutes}:{sec:02d}"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{sec:02d}"
 
-    def __init__(self, stream: TextIO, *, total: int | None = None) -> None:
+
+class Progress:
+    """One live line on a terminal: the phase, a bar, counts, the current file and an ETA.
+
+    Off a terminal it writes nothing, so piped output is only the summary; ``clear`` removes
+    the line before the summary is printed, so nothing is printed twice.
+    """
+
+    def __init__(
+        self,
+        stream: TextIO,
+        *,
+        total: int | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._stream = stream
         self._tty = stream.isatty()
         self._total = total
+        self._clock = clock
+        self._phase_started = clock()
         self._last = 0.0
         self._drawn = False
 
-    def ingesting(self, tally: Tally, *, final: bool = False) -> None:
+    def ingesting(self, tally: Tally, *, current: str | None = None) -> None:
         done = tally.scanned
-        if self._tty:
-            bar = ""
-            if self._total:
-                filled = int(_BAR_WIDTH * min(done, self._total) / self._total)
-                bar = f"[{'#' * filled}{'-' * (_BAR_WIDTH - filled)}] {done}/{self._total} "
-            self._draw(f"ingest {bar}{tally.line()}", final)
-        else:
-            self._line(f"ingest: {tally.line()}", final)
+        counts = (
+            f"new {tally.ingested}, duplicates {tally.duplicates}, rejected {len(tally.rejected)}"
+        )
+        # The file name goes last: on a narrow terminal it is what gets cut.
+        self._draw(
+            ["ingest", self._bar(done, self._total), counts, self._eta(done, self._total)]
+            + ([current] if current else [])
+        )
 
-    def processing(self, counts: dict[str, int], total: int, *, final: bool = False) -> None:
+    def start_processing(self) -> None:
+        self._phase_started = self._clock()
+
+    def processing(self, counts: dict[str, int], total: int) -> None:
         ready = counts.get(ItemStatus.READY.value, 0)
         failed = counts.get(ItemStatus.FAILED.value, 0)
-        text = f"processing: ready {ready}/{total}, failed {failed}"
-        if self._tty:
-            self._draw(text, final)
-        else:
-            self._line(text, final)
+        settled = ready + failed
+        text = f"ready {ready}, failed {failed}"
+        self._draw(["process", self._bar(settled, total), text, self._eta(settled, total)])
 
-    def _draw(self, text: str, final: bool) -> None:
-        now = time.monotonic()
-        if not final and now - self._last < _TTY_INTERVAL:
+    def clear(self) -> None:
+        if self._drawn:
+            self._stream.write("\r\x1b[K")
+            self._stream.flush()
+            self._drawn = False
+
+    def _bar(self, done: int, total: int | None) -> str:
+        if not total:
+            return ""
+        filled = int(_BAR_WIDTH * min(done, total) / total)
+        return f"[{'#' * filled}{'-' * (_BAR_WIDTH - filled)}] {done}/{total}"
+
+    def _eta(self, done: int, total: int | None) -> str:
+        elapsed = self._clock() - self._phase_started
+        if not total or done <= 0 or done >= total or elapsed <= 0:
+            return ""
+        return f"ETA {eta(elapsed / done * (total - done))}"
+
+    def _draw(self, parts: list[str]) -> None:
+        if not self._tty:
+            return
+        now = self._clock()
+        if self._drawn and now - self._last < _REDRAW_SECONDS:
             return
         self._last = now
-        self._stream.write(f"\r\x1b[K{text}" + ("\n" if final else ""))
+        line = "  ".join(p for p in parts if p)
+        width = shutil.get_terminal_size((100, 24)).columns - 1
+        if len(line) > width:  # a wrapped line cannot be redrawn in place
+            line = line[: max(1, width - 1)] + "…"
+        self._stream.write(f"\r\x1b[K{line}")
         self._stream.flush()
-
-    def _line(self, text: str, final: bool) -> None:
-        now = time.monotonic()
-        if not final and now - self._last < _LINE_INTERVAL:
-            return
-        if not final and self._last == 0.0:  # the first line waits for the first interval
-            self._last = now
-            return
-        self._last = now
-        self._stream.write(text + "\n")
-        self._stream.flush()
+        self._drawn = True
 
 
+# ---------------------------------------------------------------- shared with `relata seed`
 def resolve_workspace(c: Container, slug: str | None) -> Workspace:
     """The named workspace (it must exist), or the default one (created when missing)."""
     if slug and slug != c.settings.default_workspace:
@@ -132,8 +169,11 @@ def process(
     c: Container, workspace_id: str, tally: Tally, *, timeout: float, progress: Progress
 ) -> Settled:
     """Run the container's worker pool until the tally's items settle (or ``timeout``)."""
+    from relata.ingest.bulk import wait_until_settled
+
     ids = list(tally.item_ids)
     pool = c.worker_pool(workers=max(1, c.settings.workers))
+    progress.start_processing()
     pool.start()
     try:
         settled = wait_until_settled(
@@ -146,30 +186,60 @@ def process(
         )
     finally:
         pool.stop(c.settings.shutdown_timeout)
-    progress.processing(settled.counts, len(ids), final=True)
+        progress.clear()
     return settled
 
 
-def failed_items(c: Container, workspace_id: str, tally: Tally) -> list[tuple[str, str]]:
-    """(label, error) of the tally's items that failed to process."""
-    ids = list(tally.item_ids)
-    out: list[tuple[str, str]] = []
+def failed_items(
+    c: Container, workspace_id: str, labels: dict[str, str]
+) -> list[tuple[str, str, str]]:
+    """(label, item id, error) of the items among ``labels`` (item id -> label) whose
+    processing failed."""
+    ids = list(labels)
+    out: list[tuple[str, str, str]] = []
     for i in range(0, len(ids), _BATCH):
-        for item in c.repos.items.get_many(workspace_id, ids[i : i + _BATCH]):
+        for item in c.repos.items.get_many(workspace_id, ids[i : i + _BATCH], with_text=False):
             if item.status is ItemStatus.FAILED:
-                out.append((tally.item_ids[item.id], item.error or "processing failed"))
+                out.append((labels[item.id], item.id, item.error or "processing failed"))
     return out
 
 
+def report_failures(failed: list[tuple[str, str, str]], *, earlier: bool = False) -> None:
+    """List failed items on standard error, with what to run about them."""
+    for label, item_id, error in failed:
+        if earlier:
+            print(
+                f"failed earlier: {label}: already ingested as item {item_id}, whose "
+                f"processing failed: {error}",
+                file=sys.stderr,
+            )
+        else:
+            print(f"failed: {label}: {error} (item {item_id})", file=sys.stderr)
+    if failed:
+        example = failed[0][1]
+        print(
+            f"`relata item {example}` shows its processing runs; "
+            f"`relata reprocess {example}` tries again",
+            file=sys.stderr,
+        )
+
+
+# ---------------------------------------------------------------- the command
 def _ingest(args: argparse.Namespace) -> int:
-    if bool(args.paths) == bool(args.jsonl):
-        raise CliError("give files or folders (PATH...) or --jsonl FILE, not both", exit_code=2)
+    from relata.ingest.bulk import Tally
+    from relata.observability.logging import configure_logging
+
+    if not args.paths and not args.jsonl:
+        raise CliError("nothing to ingest: give files or folders (PATH...) or --jsonl FILE", 2)
+    if args.paths and args.jsonl:
+        raise CliError("give files or folders (PATH...) or --jsonl FILE, not both", 2)
     if args.timeout <= 0:
         raise CliError("--timeout must be positive", exit_code=2)
-    with open_container(log=False) as c:
+    if args.jsonl and not Path(args.jsonl).is_file():
+        raise CliError(f"{args.jsonl} is not a readable file")
+    with open_container(log=False, schema="migrate") as c:
         # Worker warnings would interleave with the progress; failures are listed below.
         configure_logging("error", c.settings.log_format)
-        migrate.upgrade(c.db)
         ws = resolve_workspace(c, args.workspace)
         started = time.monotonic()
         tally = Tally()
@@ -177,11 +247,14 @@ def _ingest(args: argparse.Namespace) -> int:
             progress = _ingest_jsonl(c, ws, args, tally)
         else:
             progress = _ingest_paths(c, ws, args, tally)
-        progress.ingesting(tally, final=True)
+        progress.clear()
         print(f"{tally.line()} in {time.monotonic() - started:.1f} s")
         for label, reason in tally.rejected:
             print(f"rejected: {label}: {reason}", file=sys.stderr)
-        failed: list[tuple[str, str]] = []
+        # A duplicate of a failed item would otherwise pass silently as "duplicates 1".
+        failed_before = failed_items(c, ws.id, tally.duplicate_ids)
+        report_failures(failed_before, earlier=True)
+        failed: list[tuple[str, str, str]] = []
         if args.no_wait:
             if tally.item_ids:
                 print("processing left to `relata serve` or `relata worker` (--no-wait)")
@@ -198,42 +271,43 @@ def _ingest(args: argparse.Namespace) -> int:
                     "`relata worker` will finish it",
                     file=sys.stderr,
                 )
-            failed = failed_items(c, ws.id, tally)
-            for label, error in failed:
-                print(f"failed: {label}: {error}", file=sys.stderr)
-    return 1 if tally.rejected or failed else 0
+            failed = failed_items(c, ws.id, tally.item_ids)
+            report_failures(failed)
+    return 1 if tally.rejected or failed or failed_before else 0
 
 
 def _ingest_paths(c: Container, ws: Workspace, args: argparse.Namespace, tally: Tally) -> Progress:
+    from relata.ingest.bulk import BulkIngest, file_request, scan
+
     entries = list(scan(args.paths, recursive=args.recursive))
     progress = Progress(sys.stderr, total=len(entries))
     limit = c.settings.max_upload_bytes
     # Small batches: files may be large, and a batch's files are held in memory.
     bulk = BulkIngest(c.ingest, ws.id, tally, batch_size=8)
     for label, path, display in entries:
+        progress.ingesting(tally, current=display)
         request = (
             file_request(path, display, limit, allow_duplicate=args.allow_duplicate)
             if isinstance(path, Path)
             else path
         )
         bulk.add(label, request)
-        progress.ingesting(tally)
     bulk.flush()
     return progress
 
 
 def _ingest_jsonl(c: Container, ws: Workspace, args: argparse.Namespace, tally: Tally) -> Progress:
+    from relata.ingest.bulk import BulkIngest, JsonlFields, jsonl_requests
+
     progress = Progress(sys.stderr)
     fields = JsonlFields(args.id_field, args.title_field, args.text_field)
     path = Path(args.jsonl)
-    if not path.is_file():
-        raise CliError(f"{args.jsonl} is not a readable file")
     bulk = BulkIngest(c.ingest, ws.id, tally)
     with path.open("rb") as stream:
         for lineno, request in jsonl_requests(
             stream, fields, c.settings.max_upload_bytes, allow_duplicate=args.allow_duplicate
         ):
             bulk.add(f"{args.jsonl}:{lineno}", request)
-            progress.ingesting(tally)
+            progress.ingesting(tally, current=f"line {lineno}")
     bulk.flush()
     return progress

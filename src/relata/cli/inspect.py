@@ -11,11 +11,13 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from relata.chunking import CHUNKER_VERSION, ChunkDraft, chunk_document
-from relata.cli.common import CliError, settings_or_exit
-from relata.parsing import PARSER_VERSION, Document, limits_from_settings, parse, sniff
+from relata.cli.common import CliError, plural, settings_or_exit
+
+if TYPE_CHECKING:
+    from relata.chunking import ChunkDraft
+    from relata.parsing import Document
 
 _PREVIEW_CHARS = 72
 
@@ -24,7 +26,9 @@ def register(sub: Any) -> None:
     p = sub.add_parser(
         "inspect",
         help="show how a file would be parsed and chunked (stores nothing)",
-        description="Dry run of ingestion for one file: detected type, structure and chunks.",
+        description="Dry run of ingestion for one file: the type detected from its content, "
+        "title, metadata, warnings, the block structure (heading paths, pages) and the chunks "
+        "ingestion would store. Stores nothing and needs no database.",
     )
     p.add_argument("file", type=Path, help="the file to inspect")
     p.add_argument("--json", action="store_true", help="print everything as one JSON object")
@@ -62,6 +66,9 @@ def report(
     name: str, size: int, doc: Document, chunks: list[ChunkDraft], target: int, overlap: int
 ) -> dict[str, Any]:
     """Everything ``inspect`` shows, as plain data (the ``--json`` output)."""
+    from relata.chunking import CHUNKER_VERSION
+    from relata.parsing import PARSER_VERSION
+
     return {
         "file": name,
         "size_bytes": size,
@@ -108,8 +115,8 @@ def _print_human(data: dict[str, Any]) -> None:
         out(f"meta:      {key} = {_preview(value)}\n")
     for warning in data["warnings"]:
         out(f"warning:   {warning}\n")
-    out(f"text:      {data['text_chars']} characters\n")
-    out(f"\nstructure: {len(data['blocks'])} blocks\n")
+    out(f"text:      {plural(data['text_chars'], 'character')}\n")
+    out(f"\nstructure: {plural(len(data['blocks']), 'block')}\n")
     for b in data["blocks"]:
         kind = f"{b['kind']} h{b['level']}" if b["kind"] in ("heading", "title") else b["kind"]
         where = _where(tuple(b["heading_path"]), b["page"])
@@ -122,13 +129,17 @@ def _print_human(data: dict[str, Any]) -> None:
     )
     for c in data["chunks"]:
         where = _where(tuple(c["heading_path"]), c["page"])
-        size = f"{len(c['text']):>5} chars"
+        n = len(c["text"])
+        size = f"{n:>5} {'char' if n == 1 else 'chars'}"
         out(f"  #{c['sequence']:<4} {c['start']:>7}-{c['end']:<7} {size}  {where}\n")
         out(f"  {'':>21} {_preview(c['text'])}\n")
     out(f"\nparser {data['parser_version']}, chunker {data['chunker_version']}; nothing stored\n")
 
 
 def _inspect(args: argparse.Namespace) -> int:
+    from relata.chunking import chunk_document
+    from relata.parsing import limits_from_settings, parse, sniff
+
     settings = settings_or_exit()
     path: Path = args.file
     data = _read(path, settings.max_upload_bytes)

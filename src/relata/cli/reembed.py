@@ -12,14 +12,14 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from relata.bootstrap import Container
-from relata.cli.common import CliError, open_container
-from relata.observability.logging import configure_logging
-from relata.storage.sql import migrate
+from relata.cli.common import CliError, add_workspace_option, open_container
 
-_PROGRESS_SECONDS = 5.0
+if TYPE_CHECKING:
+    from relata.bootstrap import Container
+
+_PROGRESS_SECONDS = 1.0
 _POLL_SECONDS = 0.2
 
 
@@ -31,7 +31,7 @@ def register(sub: Any) -> None:
         "embedded with the current model (RELATA_EMBEDDING_MODEL), in bounded batches. "
         "Run it after changing the embedding model or RELATA_EMBEDDING_DIMENSIONS.",
     )
-    p.add_argument("--workspace", metavar="SLUG", help="the workspace (default: the default)")
+    add_workspace_option(p)
     p.add_argument(
         "--all",
         dest="all_chunks",
@@ -61,21 +61,21 @@ def _line(c: Container, workspace_id: str) -> str:
 
 
 def _reembed(args: argparse.Namespace) -> int:
+    from relata.observability.logging import configure_logging
+
     if args.timeout <= 0:
         raise CliError("--timeout must be positive", exit_code=2)
     with open_container(log=False) as c:
         configure_logging("error", c.settings.log_format)
-        if not migrate.is_current(c.db):
-            raise CliError(
-                f"database schema is at {migrate.current_revision(c.db) or 'none'}, "
-                f"need {migrate.head_revision()}: run `relata migrate` first"
-            )
         ws = c.workspaces.resolve(args.workspace)
         job = c.reembed.start(ws.id, all_chunks=args.all_chunks)
+        if job is None:
+            print(f"nothing to re-embed: {_line(c, ws.id)}")
+            return 0
         model = c.embedder.model_id if c.embedder is not None else "?"
         print(f"re-embedding workspace {ws.slug!r} with {model}: job {job.id} ({job.status})")
-        print(_line(c, ws.id))
         if not args.wait:
+            print(_line(c, ws.id))
             print("the job runs in `relata serve` or `relata worker` (or pass --wait)")
             return 0
         finished = _wait(c, ws.id, args.timeout)
@@ -91,20 +91,26 @@ def _reembed(args: argparse.Namespace) -> int:
 
 
 def _wait(c: Container, workspace_id: str, timeout: float) -> bool:
-    """Run a worker pool until no re-embed job of the workspace is pending or running."""
+    """Run a worker pool until no re-embed job of the workspace is pending or running; on a
+    terminal, the counts are redrawn on standard error meanwhile (and cleared at the end)."""
+    tty = sys.stderr.isatty()
     pool = c.worker_pool(workers=max(1, c.settings.workers))
     pool.start()
     deadline = time.monotonic() + timeout
-    last = time.monotonic()
+    last = 0.0
     try:
         while c.reembed.outstanding(workspace_id):
             now = time.monotonic()
             if now >= deadline:
                 return False
-            if now - last >= _PROGRESS_SECONDS:
+            if tty and now - last >= _PROGRESS_SECONDS:
                 last = now
-                print(f"re-embedding: {_line(c, workspace_id)}", file=sys.stderr)
+                sys.stderr.write(f"\r\x1b[Kre-embedding: {_line(c, workspace_id)}")
+                sys.stderr.flush()
             time.sleep(_POLL_SECONDS)
     finally:
         pool.stop(c.settings.shutdown_timeout)
+        if tty and last:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
     return True

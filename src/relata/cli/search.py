@@ -7,18 +7,28 @@ import json
 import sys
 from typing import Any
 
-from relata.cli.common import open_container
+from relata.cli.common import add_workspace_option, clip_words, open_container, plural
 from relata.domain.models import SourceType
 from relata.schemas.search import parse_legs, to_out
 from relata.search.service import SearchQuery, SearchResponse
 
+_SNIPPET_CHARS = 200
+
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("search", help="search a workspace and explain the ranking")
+    p = sub.add_parser(
+        "search",
+        help="search a workspace and explain the ranking",
+        description="Hybrid search of a workspace: full-text over items and chunks and, with "
+        "an embedding provider, meaning-based (vector) matching, fused by reciprocal rank. "
+        "Each result shows its best excerpt; --explain shows every leg's rank and share.",
+    )
     p.add_argument("query", help="what to look for")
-    p.add_argument("--workspace", metavar="SLUG", help="default: RELATA_DEFAULT_WORKSPACE")
-    p.add_argument("--limit", type=int, default=10, metavar="N", help="results (1-100)")
-    p.add_argument("--offset", type=int, default=0, metavar="N")
+    add_workspace_option(p)
+    p.add_argument("--limit", type=int, default=10, metavar="N", help="results (1-100, default 10)")
+    p.add_argument(
+        "--offset", type=int, default=0, metavar="N", help="skip this many results (paging)"
+    )
     p.add_argument("--type", choices=[t.value for t in SourceType], help="only this item type")
     p.add_argument("--legs", metavar="LEGS", help="comma-separated legs to run (default: all)")
     p.add_argument("--json", action="store_true", help="print the API's JSON response")
@@ -51,12 +61,11 @@ def _print(resp: SearchResponse, explain: bool) -> None:
     if not resp.results:
         print("no results", file=out)
         return
-    print(f"{resp.total} result(s); showing {len(resp.results)}", file=out)
+    print(f"{plural(resp.total, 'result')}; showing {len(resp.results)}", file=out)
     for r in resp.results:
         print(f"\n{r.rank:>3}. {r.item.title}  [{r.item.source_type.value}]  id={r.item.id}")
         for e in r.excerpts[:1]:
-            snippet = " ".join(e.text.split())
-            print(f"     {snippet[:200]}")
+            print(f"     {clip_words(e.text, _SNIPPET_CHARS)}")
         if explain:
             print(f"     fused score {r.score:.5f}")
             for leg in r.explanation.legs:

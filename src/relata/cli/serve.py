@@ -13,27 +13,40 @@ import time
 from types import FrameType
 from typing import Any
 
-from relata.cli.common import open_container, settings_or_exit
-from relata.jobs.runner import shutdown_signals
-from relata.storage.sql import migrate
+from relata.cli.common import open_container, settings_or_exit, where
 
 log = logging.getLogger("relata.serve")
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("serve", help="migrate, then serve HTTP on RELATA_HTTP_ADDR")
+    p = sub.add_parser(
+        "serve",
+        help="migrate, then serve HTTP on RELATA_HTTP_ADDR with in-process workers",
+        description="Apply pending migrations, ensure the default workspace, then serve the "
+        "HTTP API on RELATA_HTTP_ADDR and run RELATA_WORKERS background workers in the same "
+        "process. The start-up log names the data dir and the database in use. SIGTERM or "
+        "SIGINT stops it gracefully within RELATA_SHUTDOWN_TIMEOUT seconds.",
+    )
     p.set_defaults(handler=_serve)
-    p = sub.add_parser("migrate", help="apply pending database migrations")
+    p = sub.add_parser(
+        "migrate",
+        help="apply pending database migrations",
+        description="Create the database if needed and apply every pending schema "
+        "migration; `relata serve`, `relata seed` and `relata ingest` do this themselves.",
+    )
     p.set_defaults(handler=_migrate)
 
 
 def _migrate(_: argparse.Namespace) -> int:
-    with open_container(log=False) as c:
+    from relata.storage.sql import migrate
+
+    with open_container(log=False, schema="any") as c:
         before = migrate.current_revision(c.db)
         after = migrate.upgrade(c.db)
     print(
         f"database at revision {after}" + (" (was " + str(before) + ")" if before != after else "")
     )
+    print(where(c.settings).describe())
     return 0
 
 
@@ -41,6 +54,8 @@ def _serve(_: argparse.Namespace) -> int:
     import uvicorn
 
     from relata.api.app import create_app
+    from relata.jobs.runner import shutdown_signals
+    from relata.storage.sql import migrate
 
     class _TimedServer(uvicorn.Server):
         """uvicorn's server, remembering when the first shutdown signal arrived."""
@@ -53,13 +68,22 @@ def _serve(_: argparse.Namespace) -> int:
             super().handle_exit(sig, frame)
 
     settings = settings_or_exit()  # a bad value stops start-up here, before anything runs
-    with open_container() as c:
+    with open_container(schema="any") as c:
         rev = migrate.upgrade(c.db)
         c.workspaces.ensure(settings.default_workspace)
         host, port = settings.http_addr
+        w = where(settings)
         log.info(
             "starting",
-            extra={"fields": {"addr": f"{host}:{port}", "schema": rev, "db": c.db.dialect}},
+            extra={
+                "fields": {
+                    "addr": f"{host}:{port}",
+                    "schema": rev,
+                    "db": c.db.dialect,
+                    "data_dir": str(w.data_dir),
+                    "database": w.database,
+                }
+            },
         )
         app = create_app(c)
         config = uvicorn.Config(

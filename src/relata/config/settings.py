@@ -137,7 +137,8 @@ SETTINGS: tuple[Setting, ...] = (
         _nonempty,
         "./data",
         "a directory path",
-        "Where the SQLite file, stored originals and caches live.",
+        "Where the SQLite file, stored originals and caches live. A relative path is taken "
+        "from the current directory; `relata config` shows the absolute path in use.",
     ),
     Setting(
         "RELATA_DATABASE_URL",
@@ -598,7 +599,10 @@ class Settings:
 
     @property
     def data_path(self) -> Path:
-        return Path(self.data_dir)
+        """The data dir as an absolute path (``~`` expanded, a relative one taken from the
+        current directory): the one resolution every command and the server use
+        (docs/decisions/0014-data-dir-resolution.md)."""
+        return Path(self.data_dir).expanduser().resolve()
 
     @property
     def resolved_database_url(self) -> str:

@@ -35,6 +35,7 @@ class Tally:
     duplicates: int = 0
     rejected: list[tuple[str, str]] = field(default_factory=list)
     item_ids: dict[str, str] = field(default_factory=dict)  # item id -> label
+    duplicate_ids: dict[str, str] = field(default_factory=dict)  # existing item id -> label
 
     def line(self) -> str:
         return (
@@ -83,6 +84,8 @@ class BulkIngest:
             self.tally.scanned += 1
             if isinstance(result, DuplicateItem):
                 self.tally.duplicates += 1
+                if result.existing_id:
+                    self.tally.duplicate_ids[result.existing_id] = label
             elif isinstance(result, RelataError):
                 self.tally.rejected.append((label, result.message))
             else:

@@ -6,6 +6,11 @@ Systems, the Sabrewing Array, Dr. Ines Vaughan, Tomas Reyes, Port Halloran) and 
 contradict each other on purpose: the press release says the array entered commercial
 operation in March 2019, the harbour council minutes that it was first connected to the grid
 in June 2021.
+
+``tour/`` holds two more documents of the same story (a Markdown maintenance log and a JSON
+table of seal counts) that are not seeded: the README's tour inspects and ingests them from
+a clone (``src/relata/seed/tour/``), so ``relata inspect`` and ``relata ingest`` have real
+files to work on.
 """
 
 from __future__ import annotations
