@@ -22,8 +22,9 @@ from relata.domain.models import Chunk, Item, SourceType, Workspace
 from relata.ids import chunk_id, content_hash, new_id
 from relata.storage.sql import migrate
 from relata.storage.sql.accounts import SqlWorkspaceRepository
+from relata.storage.sql.chunks import SqlChunkRepository
 from relata.storage.sql.engine import Database
-from relata.storage.sql.items import SqlChunkRepository, SqlItemRepository
+from relata.storage.sql.items import SqlItemRepository
 from relata.storage.sql.tables import items
 from relata.storage.sql.text_search import (
     MAX_TERMS,

@@ -240,7 +240,7 @@ def test_relationship_upsert_never_overwrites_a_human_decision(db: Database) -> 
             evidence=({"quote": evidence},),
         )
 
-    first = repo.upsert_by_dedupe_key(rel(0.5, "related", "e1"))
+    first = repo.upsert_by_dedupe_key(rel(0.5, "similar", "e1"))
     again = repo.upsert_by_dedupe_key(rel(0.7, "supports", "e2"))
     assert again.id == first.id and again.score == 0.7 and again.relationship_type == "supports"
     repo.review(ws, first.id, ReviewStatus.CONFIRMED, None)

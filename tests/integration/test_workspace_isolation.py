@@ -12,8 +12,9 @@ from relata.domain.models import Chunk, Item, SourceType, Workspace
 from relata.ids import chunk_id, content_hash, new_id
 from relata.storage.sql.accounts import SqlWorkspaceRepository
 from relata.storage.sql.base import ws_filter
+from relata.storage.sql.chunks import SqlChunkRepository
 from relata.storage.sql.engine import Database
-from relata.storage.sql.items import SqlChunkRepository, SqlItemRepository
+from relata.storage.sql.items import SqlItemRepository
 from relata.storage.sql.tables import items
 
 NOW = datetime(2026, 5, 1, tzinfo=UTC)
