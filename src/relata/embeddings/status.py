@@ -22,7 +22,7 @@ from datetime import datetime
 from typing import Protocol
 
 from relata.domain.cancel import Cancel, Cancelled
-from relata.domain.models import ModelVersion
+from relata.domain.models import JobStatus, ModelVersion
 from relata.domain.ports import (
     ChunkRepository,
     Embedder,
@@ -256,7 +256,7 @@ def _warnings(
         out.append(f"the analysis provider does not answer: {analysis.health.detail}")
     if not embedding.available:
         return out
-    under_way = reembed is not None and reembed.status in {"pending", "running"}
+    under_way = reembed is not None and reembed.status in {JobStatus.PENDING, JobStatus.RUNNING}
     hint = "re-embedding is under way" if under_way else REEMBED_HINT
     if counts.vectors != counts.chunks:
         # Every chunk says it is embedded with the current model, yet the counts differ:

@@ -36,6 +36,7 @@ from relata.cli.benchmarks.common import (
     rate,
     run_pipeline,
 )
+from relata.domain.vocabulary import RunOutcome
 from relata.ingest.bulk import JsonlFields, jsonl_requests
 from relata.jobs.queue import MAX_PAGE
 
@@ -198,8 +199,8 @@ def _stage_times(c: Container, workspace_id: str, item_ids: list[str]) -> dict[s
                 {"runs": 0, "failed": 0, "skipped": 0, "busy_s": 0.0, "first": None, "last": None},
             )
             s["runs"] += 1
-            s["skipped"] += run.outcome == "skipped"
-            s["failed"] += run.outcome not in ("succeeded", "skipped")
+            s["skipped"] += run.outcome == RunOutcome.SKIPPED
+            s["failed"] += run.outcome == RunOutcome.FAILED
             s["first"] = min(s["first"] or run.started_at, run.started_at)
             if run.finished_at is not None:
                 s["busy_s"] += (run.finished_at - run.started_at).total_seconds()
