@@ -16,7 +16,9 @@ chosen in exactly one place, ``relata.api.errors``.
     │   └── LeaseLost            a job's lease is no longer ours
     ├── MissingWorkspace         a repository call without a workspace (a programming error)
     ├── Unavailable              a dependency is down or overloaded (503)
-    │   └── Overloaded           admission control refused the request
+    │   ├── Overloaded           admission control refused the request
+    │   └── Busy                 the database stayed locked past the busy timeout, or a
+    │                            transaction lost a lock/serialization race (retry)
     ├── NotConfigured            a feature's requirement is not configured here (no model):
     │                            a pipeline stage that needs it is skipped, never retried
     └── Permanent                an operation that must not be retried
@@ -103,6 +105,14 @@ class Unavailable(RelataError):
 
 class Overloaded(Unavailable):
     code = "overloaded"
+
+
+class Busy(Unavailable):
+    """The database could not take the work now: another writer held it past the busy
+    timeout, or a lock timeout, deadlock or serialization failure ended the transaction.
+    Nothing was written; the same request can succeed on retry (a job retries it)."""
+
+    code = "busy"
 
 
 class NotConfigured(RelataError):

@@ -6,6 +6,11 @@ pysqlite driver would otherwise issue its own deferred ``BEGIN`` lazily; we take
 transaction control so that write transactions start with ``BEGIN IMMEDIATE``: a deferred
 transaction that later writes can fail with SQLITE_BUSY without waiting, which is exactly
 the race two job workers would hit.
+
+The busy timeout is 10 s unless the SQLite URL says otherwise (``sqlite:///x.db?timeout=0.5``,
+seconds, SQLAlchemy's own parameter). A lock held past it, and PostgreSQL's lock, deadlock,
+serialization and connection failures, leave ``read``/``write`` as the domain's ``Busy`` or
+``Unavailable`` (``errors.unavailable``), never as a driver exception.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 
 from relata.domain.errors import ConfigError
+from relata.storage.sql.errors import unavailable
 
 _BUSY_TIMEOUT_MS = 10_000
 _WRITE_OPTION = "relata_write"
@@ -30,10 +36,11 @@ def _sqlite_engine(url: sa.URL) -> Engine:
 
     if url.database and url.database != ":memory:":
         Path(url.database).parent.mkdir(parents=True, exist_ok=True)
+    busy_ms = _busy_timeout_ms(url)
     engine = sa.create_engine(
         url,
         module=pysqlite3,
-        connect_args={"timeout": _BUSY_TIMEOUT_MS / 1000, "check_same_thread": False},
+        connect_args={"timeout": busy_ms / 1000, "check_same_thread": False},
         pool_pre_ping=False,
     )
 
@@ -43,7 +50,7 @@ def _sqlite_engine(url: sa.URL) -> Engine:
         cur = dbapi_conn.cursor()
         cur.execute("PRAGMA journal_mode=WAL")
         cur.execute("PRAGMA foreign_keys=ON")
-        cur.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
+        cur.execute(f"PRAGMA busy_timeout={busy_ms}")
         cur.execute("PRAGMA synchronous=NORMAL")
         cur.close()
         _load_sqlite_vec(dbapi_conn)
@@ -54,6 +61,20 @@ def _sqlite_engine(url: sa.URL) -> Engine:
         conn.exec_driver_sql(f"BEGIN {mode}")
 
     return engine
+
+
+def _busy_timeout_ms(url: sa.URL) -> int:
+    raw = url.query.get("timeout")
+    if raw is None:
+        return _BUSY_TIMEOUT_MS
+    text = raw if isinstance(raw, str) else raw[-1]
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds <= 3600:
+        raise ConfigError("RELATA_DATABASE_URL: timeout must be 0-3600 seconds")
+    return int(seconds * 1000)
 
 
 def _load_sqlite_vec(dbapi_conn: Any) -> None:
@@ -80,6 +101,18 @@ def create_engine(url: str) -> Engine:
     raise ConfigError(f"RELATA_DATABASE_URL: unsupported database {backend!r}")
 
 
+@contextmanager
+def _domain_errors() -> Iterator[None]:
+    """A busy, locked or unreachable database leaves as ``Busy``/``Unavailable``."""
+    try:
+        yield
+    except (sa.exc.DBAPIError, sa.exc.TimeoutError) as exc:
+        mapped = unavailable(exc)
+        if mapped is None:
+            raise
+        raise mapped from exc
+
+
 class Database:
     """An engine plus the two kinds of transaction repositories use."""
 
@@ -96,13 +129,13 @@ class Database:
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
-        with self.engine.connect() as conn, conn.begin():
+        with _domain_errors(), self.engine.connect() as conn, conn.begin():
             yield conn
 
     @contextmanager
     def write(self) -> Iterator[Connection]:
         """A write transaction: ``BEGIN IMMEDIATE`` on SQLite, ordinary on PostgreSQL."""
-        with self.engine.connect() as conn:
+        with _domain_errors(), self.engine.connect() as conn:
             conn = conn.execution_options(**{_WRITE_OPTION: True})
             with conn.begin():
                 yield conn

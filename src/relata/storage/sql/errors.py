@@ -1,9 +1,17 @@
-"""Map database constraint violations to domain errors, by constraint name.
+"""Map database errors to domain errors: constraint violations by constraint name, and
+transient failures (busy, locked, unreachable) to ``Unavailable``.
 
 PostgreSQL reports the violated constraint's name. SQLite reports only the columns
 ("UNIQUE constraint failed: items.workspace_id, items.content_hash"), so the name is
 recovered from the table metadata: each unique constraint or index is keyed by its table and
 column list. Both paths end in the one table of names below.
+
+What ``transient.is_transient`` calls transient becomes ``Busy`` when another transaction
+was in the way (SQLite "database is locked" past the busy timeout; PostgreSQL lock timeout,
+deadlock, serialization failure) and ``Unavailable`` otherwise (connection lost, server
+shutting down, pool exhausted). ``Database.read``/``write`` convert with ``unavailable``, so
+every repository answers 503 with Retry-After over HTTP and a job retries, instead of a 500.
+Neither message quotes the driver's text, which may carry SQL and values.
 """
 
 from __future__ import annotations
@@ -12,8 +20,9 @@ import re
 
 import sqlalchemy as sa
 
-from relata.domain.errors import DuplicateItem, DuplicateKey, RelataError
+from relata.domain.errors import Busy, DuplicateItem, DuplicateKey, RelataError, Unavailable
 from relata.storage.sql.tables import metadata
+from relata.storage.sql.transient import is_transient
 
 # Constraint name -> the domain error it means. Anything unlisted is a generic DuplicateKey.
 _DOMAIN_ERRORS: dict[str, type[RelataError]] = {
@@ -70,3 +79,33 @@ def translate(exc: sa.exc.IntegrityError, message: str | None = None) -> RelataE
     if err_type is DuplicateKey:
         return DuplicateKey(text, constraint=name)
     return err_type(text)
+
+
+#: Seconds a client is told to wait after a busy database (it already waited the timeout).
+BUSY_RETRY_AFTER = 1
+UNREACHABLE_RETRY_AFTER = 5
+# Another transaction was in the way: lock timeout, deadlock, serialization failure.
+_LOCK_STATES = frozenset({"55P03", "40P01", "40001"})
+
+
+def unavailable(exc: BaseException) -> Unavailable | None:
+    """The domain error for a transient database failure, or None for any other error."""
+    if not is_transient(exc):
+        return None
+    if _lost_a_lock(exc):
+        return Busy(
+            "the database is busy (another writer holds it); try again",
+            retry_after=BUSY_RETRY_AFTER,
+        )
+    return Unavailable(
+        "the database is unavailable; try again", retry_after=UNREACHABLE_RETRY_AFTER
+    )
+
+
+def _lost_a_lock(exc: BaseException) -> bool:
+    if not isinstance(exc, sa.exc.OperationalError) or exc.connection_invalidated:
+        return False
+    sqlstate = getattr(exc.orig, "sqlstate", None)
+    if isinstance(sqlstate, str):
+        return sqlstate in _LOCK_STATES
+    return True  # SQLite: is_transient matched "database is locked"/"busy"
