@@ -55,13 +55,10 @@ from relata.storage.sql import migrate
 from relata.storage.sql.accounts import SqlUserRepository, SqlWorkspaceRepository
 from relata.storage.sql.chunks import SqlChunkRepository
 from relata.storage.sql.engine import Database
+from relata.storage.sql.entities import SqlEntityRepository
 from relata.storage.sql.items import SqlItemRepository
 from relata.storage.sql.jobs import SqlJobRepository
-from relata.storage.sql.knowledge import (
-    SqlClaimRepository,
-    SqlEntityRepository,
-    SqlRelationshipRepository,
-)
+from relata.storage.sql.knowledge import SqlClaimRepository, SqlRelationshipRepository
 from relata.storage.sql.records import (
     SqlAuditRepository,
     SqlModelVersionRepository,

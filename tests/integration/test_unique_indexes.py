@@ -10,7 +10,6 @@ import sqlalchemy as sa
 
 from relata.domain.errors import DuplicateItem, DuplicateKey
 from relata.domain.models import (
-    Entity,
     Item,
     ItemStatus,
     Relationship,
@@ -22,9 +21,10 @@ from relata.domain.models import (
 from relata.ids import content_hash, dedupe_key, new_id
 from relata.storage.sql.accounts import SqlUserRepository, SqlWorkspaceRepository
 from relata.storage.sql.engine import Database
+from relata.storage.sql.entities import upsert_entity
 from relata.storage.sql.errors import translate
 from relata.storage.sql.items import SqlItemRepository
-from relata.storage.sql.knowledge import SqlEntityRepository, SqlRelationshipRepository
+from relata.storage.sql.knowledge import SqlRelationshipRepository
 from relata.storage.sql.records import SqlModelVersionRepository
 from relata.storage.sql.tables import entities, jobs, sessions, users
 
@@ -53,7 +53,6 @@ def _item(ws: str, data: str, **kw: object) -> Item:
 
 def test_concurrent_inserts_of_the_same_entity_key_give_one_row(db: Database) -> None:
     ws = _workspace(db)
-    repo = SqlEntityRepository(db)
     barrier = threading.Barrier(8)
     results: list[str] = []
     errors: list[BaseException] = []
@@ -61,17 +60,12 @@ def test_concurrent_inserts_of_the_same_entity_key_give_one_row(db: Database) ->
     def worker() -> None:
         try:
             barrier.wait()
-            e = repo.upsert_by_key(
-                Entity(
-                    id=new_id(),
-                    workspace_id=ws,
-                    name="Acme Corp",
-                    entity_type="organisation",
-                    normalised_key="organisation:acme corp",
-                    created_at=NOW,
+            with db.write() as conn:
+                results.append(
+                    upsert_entity(
+                        conn, db.dialect, ws, "organisation", "acme corp", "Acme Corp", NOW
+                    )
                 )
-            )
-            results.append(e.id)
         except BaseException as exc:
             errors.append(exc)
 
@@ -85,7 +79,10 @@ def test_concurrent_inserts_of_the_same_entity_key_give_one_row(db: Database) ->
     with db.read() as conn:
         rows = conn.execute(sa.select(entities).where(entities.c.workspace_id == ws)).all()
     assert len(rows) == 1
-    assert rows[0].observation_count == 8
+    # The same name with another type is another entity.
+    with db.write() as conn:
+        other = upsert_entity(conn, db.dialect, ws, "location", "acme corp", "Acme Corp", NOW)
+    assert other != results[0]
 
 
 def _job(key: str, status: str) -> dict[str, object]:

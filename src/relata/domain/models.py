@@ -139,6 +139,9 @@ class Chunk:
 
 @dataclass(frozen=True, slots=True)
 class Entity:
+    """A person, organisation, place or term a workspace's items name: one per
+    (workspace, type, normalised key)."""
+
     id: str
     workspace_id: str
     name: str
@@ -147,18 +150,74 @@ class Entity:
     created_at: datetime
     observation_count: int = 1
     last_seen_at: datetime | None = None
+    #: When a person last acted on it (an alias decision): kept even with no source left.
+    decided_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EntityObservation:
+    """One place an item names an entity: ``item.text[start:end] == quotation``."""
+
+    id: str
+    workspace_id: str
+    entity_id: str
+    item_id: str
+    chunk_id: str | None
+    start: int
+    end: int
+    quotation: str
+    extractor: str
+    extractor_version: str
+    created_at: datetime
+    agreed: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ObservedMention:
+    """What the entity stage hands its unit of work for one mention: the entity's identity
+    and display name, and where the item names it."""
+
+    entity_type: EntityType
+    normalised_key: str
+    name: str
+    chunk_id: str | None
+    start: int
+    end: int
+    quotation: str
+    extractor: str
+    extractor_version: str
+    agreed: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ProposedAlias:
+    """A candidate alias between two identities (type, normalised key), with its score and
+    the reason a person reads before confirming or rejecting it."""
+
+    first: tuple[EntityType, str, str]  # type, normalised key, display name
+    second: tuple[EntityType, str, str]
+    score: float
+    reason: str
+    proposer: str = "deterministic"
 
 
 @dataclass(frozen=True, slots=True)
 class EntityAlias:
+    """A candidate link between two entities and a person's decision on it. Confirmed links
+    the two (both records stay); rejected is remembered and never proposed again."""
+
     id: str
     workspace_id: str
     entity_id: str
-    alias: str
-    normalised: str
+    other_id: str
+    score: float
+    reason: str
+    proposer: str
     created_at: datetime
     status: AliasStatus = AliasStatus.CANDIDATE
-    score: float = 0.0
+    note: str | None = None
+    decided_by: str | None = None
+    decided_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

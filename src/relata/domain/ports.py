@@ -16,16 +16,21 @@ from typing import Any, Protocol, runtime_checkable
 
 from relata.domain.cancel import Cancel
 from relata.domain.models import (
+    AliasStatus,
     AuditEvent,
     Chunk,
     Claim,
     Entity,
+    EntityAlias,
+    EntityObservation,
     Item,
     ItemStatus,
     Job,
     JobStatus,
     ModelVersion,
+    ObservedMention,
     ProcessingRun,
+    ProposedAlias,
     Relationship,
     User,
     Workspace,
@@ -174,6 +179,18 @@ class StageTransaction(Protocol):
         """The embed stage's result: the item's chunks stamped with the model."""
         ...
 
+    def replace_entities(
+        self,
+        item_id: str,
+        mentions: Sequence[ObservedMention],
+        aliases: Sequence[ProposedAlias],
+    ) -> int:
+        """The entity stage's result: the item's observations become exactly ``mentions``
+        (entities upserted on their identity, counts kept, entities left with no observation
+        and no human decision removed) and the candidate aliases are proposed, never over a
+        decided pair. Returns how many candidates were added or refreshed."""
+        ...
+
     def add_run(self, run: ProcessingRun) -> None: ...
     def set_item_status(
         self,
@@ -200,9 +217,58 @@ class UnitOfWork(Protocol):
 
 
 class EntityRepository(Protocol):
-    def upsert_by_key(self, entity: Entity, item_id: str | None = None) -> Entity: ...
+    """Entities, their observations and alias candidates (docs/decisions/0015-entities.md).
+    Written by the entity stage through its unit of work; decisions through ``decide_alias``."""
+
     def get(self, workspace_id: str, entity_id: str) -> Entity: ...
-    def find_by_normalised(self, workspace_id: str, keys: Sequence[str]) -> list[Entity]: ...
+    def get_many(self, workspace_id: str, entity_ids: Sequence[str]) -> list[Entity]: ...
+    def list(
+        self,
+        workspace_id: str,
+        *,
+        name: str | None = None,
+        entity_type: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> builtins.list[Entity]: ...
+    def find_by_keys(self, workspace_id: str, keys: Sequence[str]) -> builtins.list[Entity]: ...
+    def similar(
+        self, workspace_id: str, normalised_key: str, *, limit: int = 50
+    ) -> builtins.list[Entity]: ...
+    def observations(
+        self, workspace_id: str, entity_id: str, *, limit: int = 100
+    ) -> builtins.list[EntityObservation]: ...
+    def observations_for_item(
+        self, workspace_id: str, item_id: str
+    ) -> builtins.list[EntityObservation]: ...
+    def mentions_by_item(
+        self, workspace_id: str, entity_ids: Sequence[str], *, limit: int
+    ) -> builtins.list[tuple[str, str, int]]: ...
+    def co_mentioned(
+        self, workspace_id: str, entity_id: str, *, limit: int = 20
+    ) -> builtins.list[tuple[Entity, int]]: ...
+    def aliases(
+        self,
+        workspace_id: str,
+        *,
+        status: AliasStatus | None = None,
+        entity_id: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> builtins.list[EntityAlias]: ...
+    def confirmed_alias_ids(
+        self, workspace_id: str, entity_ids: Sequence[str]
+    ) -> dict[str, set[str]]: ...
+    def decide_alias(
+        self,
+        workspace_id: str,
+        alias_id: str,
+        status: AliasStatus,
+        *,
+        by: str,
+        note: str | None = None,
+    ) -> EntityAlias: ...
+    def forget_item(self, workspace_id: str, item_id: str) -> None: ...
 
 
 class ClaimRepository(Protocol):

@@ -1,7 +1,6 @@
-"""Entities, entity aliases, claims and relationships: what is derived from items.
+"""Claims and relationships: what is derived from items besides entities (``entities.py``).
 
-The unique keys carry the idempotency rules: entities upsert on (workspace, normalised_key)
-so concurrent extractions converge on one row; relationships upsert on (workspace,
+The unique keys carry the idempotency rules: relationships upsert on (workspace,
 dedupe_key) and never overwrite a human review decision, only refresh the evidence.
 """
 
@@ -15,148 +14,16 @@ import sqlalchemy as sa
 from relata.domain.clock import SystemClock
 from relata.domain.errors import NotFound
 from relata.domain.models import (
-    AliasStatus,
     Claim,
-    Entity,
-    EntityAlias,
     Relationship,
     ReviewStatus,
 )
 from relata.domain.ports import Clock
-from relata.domain.vocabulary import ClaimNature, EntityType, RelationshipType
+from relata.domain.vocabulary import ClaimNature, RelationshipType
 from relata.storage.sql.base import insert_for, ws_filter
 from relata.storage.sql.engine import Database
 from relata.storage.sql.errors import translate
-from relata.storage.sql.tables import claims, entities, entity_aliases, entity_items, relationships
-
-
-def _entity(row: Any) -> Entity:
-    return Entity(
-        id=row.id,
-        workspace_id=row.workspace_id,
-        name=row.name,
-        entity_type=EntityType(row.entity_type),
-        normalised_key=row.normalised_key,
-        created_at=row.created_at,
-        observation_count=row.observation_count,
-        last_seen_at=row.last_seen_at,
-    )
-
-
-class SqlEntityRepository:
-    def __init__(self, db: Database, clock: Clock | None = None) -> None:
-        self._db = db
-        self._clock = clock or SystemClock()
-
-    def upsert_by_key(self, entity: Entity, item_id: str | None = None) -> Entity:
-        """Insert, or count one more observation of the entity with the same key."""
-        ws_filter(entities, entity.workspace_id)
-        now = self._clock.now()
-        ins = insert_for(self._db.dialect, entities).values(
-            id=entity.id,
-            workspace_id=entity.workspace_id,
-            name=entity.name,
-            entity_type=entity.entity_type,
-            normalised_key=entity.normalised_key,
-            observation_count=1,
-            created_at=entity.created_at,
-            last_seen_at=now,
-        )
-        ins = ins.on_conflict_do_update(
-            index_elements=[entities.c.workspace_id, entities.c.normalised_key],
-            set_={
-                "observation_count": entities.c.observation_count + 1,
-                "last_seen_at": now,
-            },
-        )
-        with self._db.write() as conn:
-            conn.execute(ins)
-            row = conn.execute(
-                sa.select(entities).where(
-                    ws_filter(entities, entity.workspace_id),
-                    entities.c.normalised_key == entity.normalised_key,
-                )
-            ).one()
-            if item_id is not None:
-                link = insert_for(self._db.dialect, entity_items).values(
-                    entity_id=row.id, item_id=item_id, workspace_id=entity.workspace_id
-                )
-                conn.execute(link.on_conflict_do_nothing())
-        return _entity(row)
-
-    def get(self, workspace_id: str, entity_id: str) -> Entity:
-        with self._db.read() as conn:
-            row = conn.execute(
-                sa.select(entities).where(
-                    ws_filter(entities, workspace_id), entities.c.id == entity_id
-                )
-            ).first()
-        if row is None:
-            raise NotFound("entity not found")
-        return _entity(row)
-
-    def find_by_normalised(self, workspace_id: str, keys: Sequence[str]) -> list[Entity]:
-        if not keys:
-            ws_filter(entities, workspace_id)
-            return []
-        with self._db.read() as conn:
-            rows = conn.execute(
-                sa.select(entities).where(
-                    ws_filter(entities, workspace_id), entities.c.normalised_key.in_(list(keys))
-                )
-            ).all()
-        return [_entity(r) for r in rows]
-
-    def item_ids(self, workspace_id: str, entity_id: str) -> list[str]:
-        with self._db.read() as conn:
-            rows = conn.execute(
-                sa.select(entity_items.c.item_id).where(
-                    ws_filter(entity_items, workspace_id), entity_items.c.entity_id == entity_id
-                )
-            ).all()
-        return [r.item_id for r in rows]
-
-    def add_alias(self, alias: EntityAlias) -> EntityAlias:
-        ws_filter(entity_aliases, alias.workspace_id)
-        try:
-            with self._db.write() as conn:
-                conn.execute(
-                    entity_aliases.insert().values(
-                        id=alias.id,
-                        workspace_id=alias.workspace_id,
-                        entity_id=alias.entity_id,
-                        alias=alias.alias,
-                        normalised=alias.normalised,
-                        status=alias.status.value,
-                        score=alias.score,
-                        created_at=alias.created_at,
-                    )
-                )
-        except sa.exc.IntegrityError as exc:
-            raise translate(exc, "that alias is already recorded for the entity") from exc
-        return alias
-
-    def list_aliases(self, workspace_id: str, entity_id: str) -> list[EntityAlias]:
-        with self._db.read() as conn:
-            rows = conn.execute(
-                sa.select(entity_aliases).where(
-                    ws_filter(entity_aliases, workspace_id),
-                    entity_aliases.c.entity_id == entity_id,
-                )
-            ).all()
-        return [
-            EntityAlias(
-                id=r.id,
-                workspace_id=r.workspace_id,
-                entity_id=r.entity_id,
-                alias=r.alias,
-                normalised=r.normalised,
-                created_at=r.created_at,
-                status=AliasStatus(r.status),
-                score=r.score,
-            )
-            for r in rows
-        ]
+from relata.storage.sql.tables import claims, relationships
 
 
 def _claim(row: Any) -> Claim:

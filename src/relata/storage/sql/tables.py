@@ -228,15 +228,47 @@ entities = sa.Table(
     sa.Column("name", sa.String(300), nullable=False),
     sa.Column("entity_type", sa.String(32), nullable=False),
     sa.Column("normalised_key", sa.String(400), nullable=False),
+    # How many observations the entity has (kept by the entity stage's transaction).
     sa.Column("observation_count", sa.Integer, nullable=False, server_default="1"),
     _ts("created_at"),
     _ts("last_seen_at", nullable=True),
-    sa.UniqueConstraint("workspace_id", "normalised_key"),
+    # When a person last acted on the entity (an alias decision): it is then kept even with
+    # no observation left, and shown as having no sources.
+    _ts("decided_at", nullable=True),
+    # One entity per normalised name *and type*: "Jordan" the person and the place are two.
+    sa.UniqueConstraint("workspace_id", "entity_type", "normalised_key"),
 )
 
-# The SQL form of the spec's entities.item_ids array: which items mention an entity.
-entity_items = sa.Table(
-    "entity_items",
+# Every place an item names an entity: the exact quotation at offsets into the item's text.
+entity_observations = sa.Table(
+    "entity_observations",
+    metadata,
+    _id(),
+    _ws(),
+    sa.Column(
+        "entity_id", sa.String(36), sa.ForeignKey("entities.id", ondelete="CASCADE"), nullable=False
+    ),
+    sa.Column(
+        "item_id", sa.String(36), sa.ForeignKey("items.id", ondelete="CASCADE"), nullable=False
+    ),
+    # Chunks are replaced when an item is re-chunked, so no foreign key: the id is a pointer.
+    sa.Column("chunk_id", sa.String(36)),
+    sa.Column("start_offset", sa.Integer, nullable=False),
+    sa.Column("end_offset", sa.Integer, nullable=False),
+    sa.Column("quotation", sa.String(300), nullable=False),
+    sa.Column("extractor", sa.String(32), nullable=False),
+    sa.Column("extractor_version", sa.String(64), nullable=False),
+    # Both extractors (deterministic and model) found this mention.
+    sa.Column("agreed", sa.Boolean, nullable=False, server_default=sa.false()),
+    _ts("created_at"),
+    sa.Index(None, "workspace_id", "item_id"),
+    sa.Index(None, "workspace_id", "entity_id", "item_id"),
+)
+
+# Words of entity names (and initials, and 4-letter prefixes) -> entities: how alias
+# candidates and the entity search leg find entities without scanning the workspace.
+entity_tokens = sa.Table(
+    "entity_tokens",
     metadata,
     sa.Column(
         "entity_id",
@@ -244,13 +276,14 @@ entity_items = sa.Table(
         sa.ForeignKey("entities.id", ondelete="CASCADE"),
         primary_key=True,
     ),
-    sa.Column(
-        "item_id", sa.String(36), sa.ForeignKey("items.id", ondelete="CASCADE"), primary_key=True
-    ),
+    sa.Column("token", sa.String(100), primary_key=True),
     _ws(),
-    sa.Index(None, "workspace_id", "item_id"),
+    sa.Index(None, "workspace_id", "token"),
 )
 
+# A candidate alias between two entities, and a person's decision on it. ``pair_key`` is the
+# unordered pair of (type, key) identities, so a rejected pair is never proposed again, even
+# after reprocessing re-creates the entities.
 entity_aliases = sa.Table(
     "entity_aliases",
     metadata,
@@ -259,12 +292,23 @@ entity_aliases = sa.Table(
     sa.Column(
         "entity_id", sa.String(36), sa.ForeignKey("entities.id", ondelete="CASCADE"), nullable=False
     ),
-    sa.Column("alias", sa.String(300), nullable=False),
-    sa.Column("normalised", sa.String(400), nullable=False),
+    sa.Column(
+        "other_id", sa.String(36), sa.ForeignKey("entities.id", ondelete="CASCADE"), nullable=False
+    ),
+    sa.Column("pair_key", sa.String(64), nullable=False),
     sa.Column("status", sa.String(16), nullable=False),
     sa.Column("score", sa.Float, nullable=False, server_default="0"),
+    sa.Column("reason", sa.String(300), nullable=False),
+    sa.Column("proposer", sa.String(32), nullable=False),
+    sa.Column("note", sa.String(1000)),
+    sa.Column("decided_by", sa.String(100)),
+    _ts("decided_at", nullable=True),
     _ts("created_at"),
-    sa.UniqueConstraint("workspace_id", "entity_id", "normalised"),
+    _ts("updated_at", nullable=True),
+    sa.UniqueConstraint("workspace_id", "pair_key"),
+    sa.Index(None, "workspace_id", "status", "score"),
+    sa.Index(None, "workspace_id", "entity_id"),
+    sa.Index(None, "workspace_id", "other_id"),
 )
 
 claims = sa.Table(

@@ -19,10 +19,19 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from relata.domain.errors import LeaseLost, MissingWorkspace
-from relata.domain.models import Chunk, ItemStatus, Job, JobStatus, ProcessingRun
+from relata.domain.models import (
+    Chunk,
+    ItemStatus,
+    Job,
+    JobStatus,
+    ObservedMention,
+    ProcessingRun,
+    ProposedAlias,
+)
 from relata.domain.ports import Clock
 from relata.storage.sql.chunks import replace_chunks, stamp_embedding_model
 from relata.storage.sql.engine import Database
+from relata.storage.sql.entities import replace_item_entities
 from relata.storage.sql.items import insert_run, set_item_status, store_parsed
 from relata.storage.sql.jobs import insert_pending, job_from_row
 from relata.storage.sql.tables import jobs
@@ -62,6 +71,16 @@ class SqlStageTransaction:
 
     def stamp_embedding_model(self, item_id: str, chunk_ids: Sequence[str], model: str) -> int:
         return stamp_embedding_model(self._conn, self._ws, chunk_ids, model, item_id=item_id)
+
+    def replace_entities(
+        self,
+        item_id: str,
+        mentions: Sequence[ObservedMention],
+        aliases: Sequence[ProposedAlias],
+    ) -> int:
+        return replace_item_entities(
+            self._conn, self._dialect, self._ws, item_id, mentions, aliases, self._now
+        )
 
     def add_run(self, run: ProcessingRun) -> None:
         self._own(run.workspace_id)

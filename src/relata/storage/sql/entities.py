@@ -1,0 +1,574 @@
+"""Entities, their observations, their name tokens and alias candidates (ADR 15).
+
+Identity is the unique key ``(workspace_id, entity_type, normalised_key)``: the entity stage
+upserts on it (``INSERT ... ON CONFLICT DO UPDATE``), so concurrent workers and worker
+processes converge on one row. ``replace_item_entities`` is what the stage commits in its unit
+of work: the item's observations become exactly the new ones, the entities' counts follow,
+an entity left with no observation goes unless a person acted on it (``decided_at``), and the
+proposed aliases are added unless their pair was already decided. The token index
+(``entity_tokens``: name words, initials, 4-letter prefixes) is how alias candidates and the
+entity search leg find entities without scanning the workspace.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from relata.domain.clock import SystemClock
+from relata.domain.errors import NotFound, ValidationError
+from relata.domain.models import (
+    AliasStatus,
+    Entity,
+    EntityAlias,
+    EntityObservation,
+    ObservedMention,
+    ProposedAlias,
+)
+from relata.domain.ports import Clock
+from relata.domain.vocabulary import EntityType
+from relata.ids import new_id, pair_key
+from relata.storage.sql.base import insert_for, ws_filter
+from relata.storage.sql.engine import Database
+from relata.storage.sql.tables import (
+    entities,
+    entity_aliases,
+    entity_observations,
+    entity_tokens,
+    items,
+)
+
+_MAX_PAGE = 1000
+_ID_BATCH = 500
+_STOPWORDS = frozenset({"of", "the", "and", "for", "in", "on", "at", "de", "la", "le", "du", "von"})
+_MAX_TOKEN = 100
+
+
+def name_tokens(normalised_key: str) -> set[str]:
+    """The index tokens of a normalised name: its words (two letters or more, not stop
+    words), the initials of a name of several words ("meridian tidal institute" -> "mti", so
+    an acronym finds its expansion) and 4-letter prefixes of longer words ("vaughan",
+    "vaughn" -> "vaug", so small spelling variants meet)."""
+    words = [w for w in normalised_key.split() if w]
+    content = [w for w in words if w not in _STOPWORDS]
+    tokens = {w[:_MAX_TOKEN] for w in content if len(w) >= 2}
+    if len(content) >= 2:
+        tokens.add("".join(w[0] for w in content)[:_MAX_TOKEN])
+    tokens.update(w[:4] for w in content if len(w) >= 5)
+    return tokens
+
+
+def alias_pair_key(first: tuple[str, str], second: tuple[str, str]) -> str:
+    """The unordered pair of two identities (type, normalised key)."""
+    return pair_key("alias", f"{first[0]}:{first[1]}", f"{second[0]}:{second[1]}")
+
+
+def _entity(row: Any) -> Entity:
+    return Entity(
+        id=row.id,
+        workspace_id=row.workspace_id,
+        name=row.name,
+        entity_type=EntityType(row.entity_type),
+        normalised_key=row.normalised_key,
+        created_at=row.created_at,
+        observation_count=row.observation_count,
+        last_seen_at=row.last_seen_at,
+        decided_at=row.decided_at,
+    )
+
+
+def _observation(row: Any) -> EntityObservation:
+    return EntityObservation(
+        id=row.id,
+        workspace_id=row.workspace_id,
+        entity_id=row.entity_id,
+        item_id=row.item_id,
+        chunk_id=row.chunk_id,
+        start=row.start_offset,
+        end=row.end_offset,
+        quotation=row.quotation,
+        extractor=row.extractor,
+        extractor_version=row.extractor_version,
+        created_at=row.created_at,
+        agreed=bool(row.agreed),
+    )
+
+
+def _alias(row: Any) -> EntityAlias:
+    return EntityAlias(
+        id=row.id,
+        workspace_id=row.workspace_id,
+        entity_id=row.entity_id,
+        other_id=row.other_id,
+        score=row.score,
+        reason=row.reason,
+        proposer=row.proposer,
+        created_at=row.created_at,
+        status=AliasStatus(row.status),
+        note=row.note,
+        decided_by=row.decided_by,
+        decided_at=row.decided_at,
+    )
+
+
+# ---------------------------------------------------------------- statements on a connection
+def upsert_entity(
+    conn: Connection,
+    dialect: str,
+    workspace_id: str,
+    entity_type: str,
+    key: str,
+    name: str,
+    now: datetime,
+) -> str:
+    """The id of the entity with this identity, inserting it (and its tokens) if new."""
+    ins = insert_for(dialect, entities).values(
+        id=new_id(),
+        workspace_id=workspace_id,
+        name=name[:300],
+        entity_type=str(entity_type),
+        normalised_key=key,
+        observation_count=0,
+        created_at=now,
+        last_seen_at=now,
+    )
+    ins = ins.on_conflict_do_update(
+        index_elements=[entities.c.workspace_id, entities.c.entity_type, entities.c.normalised_key],
+        set_={"last_seen_at": now},
+    ).returning(entities.c.id)
+    entity_id = str(conn.execute(ins).scalar_one())
+    tokens = name_tokens(key)
+    if tokens:
+        link = insert_for(dialect, entity_tokens).values(
+            [{"entity_id": entity_id, "token": t, "workspace_id": workspace_id} for t in tokens]
+        )
+        conn.execute(link.on_conflict_do_nothing())
+    return entity_id
+
+
+def _recount(conn: Connection, workspace_id: str, entity_ids: Iterable[str]) -> None:
+    """Counts follow the observations; an entity with none left goes, unless decided."""
+    ids = sorted(set(entity_ids))
+    count = (
+        sa.select(sa.func.count())
+        .select_from(entity_observations)
+        .where(entity_observations.c.entity_id == entities.c.id)
+        .scalar_subquery()
+    )
+    for i in range(0, len(ids), _ID_BATCH):
+        part = ids[i : i + _ID_BATCH]
+        conn.execute(
+            entities.update()
+            .where(ws_filter(entities, workspace_id), entities.c.id.in_(part))
+            .values(observation_count=count)
+        )
+        conn.execute(
+            entities.delete().where(
+                ws_filter(entities, workspace_id),
+                entities.c.id.in_(part),
+                entities.c.observation_count == 0,
+                entities.c.decided_at.is_(None),
+            )
+        )
+
+
+def forget_item(conn: Connection, workspace_id: str, item_id: str) -> None:
+    """Remove the item's observations; recount (and prune) the entities it named."""
+    before = [
+        r.entity_id
+        for r in conn.execute(
+            sa.select(entity_observations.c.entity_id)
+            .where(
+                ws_filter(entity_observations, workspace_id),
+                entity_observations.c.item_id == item_id,
+            )
+            .distinct()
+        )
+    ]
+    conn.execute(
+        entity_observations.delete().where(
+            ws_filter(entity_observations, workspace_id),
+            entity_observations.c.item_id == item_id,
+        )
+    )
+    _recount(conn, workspace_id, before)
+
+
+def replace_item_entities(
+    conn: Connection,
+    dialect: str,
+    workspace_id: str,
+    item_id: str,
+    mentions: Sequence[ObservedMention],
+    aliases: Sequence[ProposedAlias],
+    now: datetime,
+) -> int:
+    """The item's observations become exactly ``mentions`` (see the module docstring);
+    returns how many alias candidates were added or refreshed."""
+    live = conn.execute(
+        sa.select(items.c.id).where(
+            ws_filter(items, workspace_id), items.c.id == item_id, items.c.deleted_at.is_(None)
+        )
+    ).first()
+    if live is None:
+        raise NotFound("item not found")
+    before = {
+        r.entity_id
+        for r in conn.execute(
+            sa.select(entity_observations.c.entity_id).where(
+                ws_filter(entity_observations, workspace_id),
+                entity_observations.c.item_id == item_id,
+            )
+        )
+    }
+    conn.execute(
+        entity_observations.delete().where(
+            ws_filter(entity_observations, workspace_id),
+            entity_observations.c.item_id == item_id,
+        )
+    )
+    ids: dict[tuple[str, str], str] = {}
+    for m in mentions:
+        identity = (str(m.entity_type), m.normalised_key)
+        if identity not in ids:
+            ids[identity] = upsert_entity(conn, dialect, workspace_id, *identity, m.name, now)
+    if mentions:
+        conn.execute(
+            entity_observations.insert(),
+            [
+                {
+                    "id": new_id(),
+                    "workspace_id": workspace_id,
+                    "entity_id": ids[(str(m.entity_type), m.normalised_key)],
+                    "item_id": item_id,
+                    "chunk_id": m.chunk_id,
+                    "start_offset": m.start,
+                    "end_offset": m.end,
+                    "quotation": m.quotation[:300],
+                    "extractor": m.extractor,
+                    "extractor_version": m.extractor_version,
+                    "agreed": m.agreed,
+                    "created_at": now,
+                }
+                for m in mentions
+            ],
+        )
+    _recount(conn, workspace_id, before | set(ids.values()))
+    return sum(_propose(conn, dialect, workspace_id, a, now) for a in aliases)
+
+
+def _propose(
+    conn: Connection, dialect: str, workspace_id: str, alias: ProposedAlias, now: datetime
+) -> int:
+    """Add a candidate alias, or refresh an undecided one; a decided pair is left alone."""
+    first = (str(alias.first[0]), alias.first[1])
+    second = (str(alias.second[0]), alias.second[1])
+    if first == second:
+        return 0
+    a = upsert_entity(conn, dialect, workspace_id, *first, alias.first[2], now)
+    b = upsert_entity(conn, dialect, workspace_id, *second, alias.second[2], now)
+    # An entity created only to carry the candidate has no observation: it must stay while
+    # the candidate does, so it is not pruned here; a rejection or the item's reprocessing
+    # recounts it.
+    ins = insert_for(dialect, entity_aliases).values(
+        id=new_id(),
+        workspace_id=workspace_id,
+        entity_id=a,
+        other_id=b,
+        pair_key=alias_pair_key(first, second),
+        status=AliasStatus.CANDIDATE.value,
+        score=alias.score,
+        reason=alias.reason[:300],
+        proposer=alias.proposer,
+        created_at=now,
+        updated_at=now,
+    )
+    ins = ins.on_conflict_do_update(
+        index_elements=[entity_aliases.c.workspace_id, entity_aliases.c.pair_key],
+        set_={"score": alias.score, "reason": alias.reason[:300], "updated_at": now},
+        where=entity_aliases.c.status == AliasStatus.CANDIDATE.value,
+    )
+    return int(conn.execute(ins).rowcount or 0)
+
+
+# ---------------------------------------------------------------- the repository
+class SqlEntityRepository:
+    def __init__(self, db: Database, clock: Clock | None = None) -> None:
+        self._db = db
+        self._clock = clock or SystemClock()
+
+    def get(self, workspace_id: str, entity_id: str) -> Entity:
+        with self._db.read() as conn:
+            row = conn.execute(
+                sa.select(entities).where(
+                    ws_filter(entities, workspace_id), entities.c.id == entity_id
+                )
+            ).first()
+        if row is None:
+            raise NotFound("entity not found")
+        return _entity(row)
+
+    def get_many(self, workspace_id: str, entity_ids: Sequence[str]) -> builtins.list[Entity]:
+        ids = list(dict.fromkeys(entity_ids))
+        found: dict[str, Entity] = {}
+        ws_filter(entities, workspace_id)
+        with self._db.read() as conn:
+            for i in range(0, len(ids), _ID_BATCH):
+                for row in conn.execute(
+                    sa.select(entities).where(
+                        ws_filter(entities, workspace_id),
+                        entities.c.id.in_(ids[i : i + _ID_BATCH]),
+                    )
+                ):
+                    found[row.id] = _entity(row)
+        return [found[i] for i in ids if i in found]
+
+    def list(
+        self,
+        workspace_id: str,
+        *,
+        name: str | None = None,
+        entity_type: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> builtins.list[Entity]:
+        """Entities by how often they are observed; ``name``: normalised keys containing it."""
+        q = sa.select(entities).where(ws_filter(entities, workspace_id))
+        if entity_type:
+            q = q.where(entities.c.entity_type == entity_type)
+        if name:
+            q = q.where(entities.c.normalised_key.contains(name, autoescape=True))
+        q = q.order_by(
+            entities.c.observation_count.desc(), entities.c.normalised_key, entities.c.id
+        )
+        q = q.limit(max(1, min(limit, _MAX_PAGE))).offset(max(0, offset))
+        with self._db.read() as conn:
+            return [_entity(r) for r in conn.execute(q)]
+
+    def find_by_keys(self, workspace_id: str, keys: Sequence[str]) -> builtins.list[Entity]:
+        """Entities of any type whose normalised key is one of ``keys``."""
+        wanted = sorted(set(keys))
+        ws_filter(entities, workspace_id)
+        out: builtins.list[Entity] = []
+        with self._db.read() as conn:
+            for i in range(0, len(wanted), _ID_BATCH):
+                out += [
+                    _entity(r)
+                    for r in conn.execute(
+                        sa.select(entities).where(
+                            ws_filter(entities, workspace_id),
+                            entities.c.normalised_key.in_(wanted[i : i + _ID_BATCH]),
+                        )
+                    )
+                ]
+        return out
+
+    def similar(
+        self, workspace_id: str, normalised_key: str, *, limit: int = 50
+    ) -> builtins.list[Entity]:
+        """Entities sharing an index token with ``normalised_key`` (alias candidates)."""
+        tokens = sorted(name_tokens(normalised_key))
+        if not tokens:
+            ws_filter(entities, workspace_id)
+            return []
+        q = (
+            sa.select(entities)
+            .where(
+                ws_filter(entities, workspace_id),
+                entities.c.id.in_(
+                    sa.select(entity_tokens.c.entity_id).where(
+                        ws_filter(entity_tokens, workspace_id), entity_tokens.c.token.in_(tokens)
+                    )
+                ),
+                entities.c.normalised_key != normalised_key,
+            )
+            .order_by(entities.c.observation_count.desc(), entities.c.id)
+            .limit(max(1, min(limit, _MAX_PAGE)))
+        )
+        with self._db.read() as conn:
+            return [_entity(r) for r in conn.execute(q)]
+
+    def observations(
+        self, workspace_id: str, entity_id: str, *, limit: int = 100
+    ) -> builtins.list[EntityObservation]:
+        with self._db.read() as conn:
+            rows = conn.execute(
+                sa.select(entity_observations)
+                .where(
+                    ws_filter(entity_observations, workspace_id),
+                    entity_observations.c.entity_id == entity_id,
+                )
+                .order_by(
+                    entity_observations.c.item_id,
+                    entity_observations.c.start_offset,
+                    entity_observations.c.id,
+                )
+                .limit(max(1, min(limit, _MAX_PAGE)))
+            ).all()
+        return [_observation(r) for r in rows]
+
+    def observations_for_item(
+        self, workspace_id: str, item_id: str
+    ) -> builtins.list[EntityObservation]:
+        with self._db.read() as conn:
+            rows = conn.execute(
+                sa.select(entity_observations)
+                .where(
+                    ws_filter(entity_observations, workspace_id),
+                    entity_observations.c.item_id == item_id,
+                )
+                .order_by(entity_observations.c.start_offset, entity_observations.c.id)
+            ).all()
+        return [_observation(r) for r in rows]
+
+    def mentions_by_item(
+        self, workspace_id: str, entity_ids: Sequence[str], *, limit: int
+    ) -> builtins.list[tuple[str, str, int]]:
+        """``(item_id, entity_id, mentions)`` of live items naming the entities, most mentions
+        first (the entity search leg)."""
+        ids = sorted(set(entity_ids))
+        if not ids:
+            ws_filter(entity_observations, workspace_id)
+            return []
+        n = sa.func.count().label("n")
+        q = (
+            sa.select(entity_observations.c.item_id, entity_observations.c.entity_id, n)
+            .join(items, items.c.id == entity_observations.c.item_id)
+            .where(
+                ws_filter(entity_observations, workspace_id),
+                entity_observations.c.entity_id.in_(ids[:_ID_BATCH]),
+                items.c.deleted_at.is_(None),
+            )
+            .group_by(entity_observations.c.item_id, entity_observations.c.entity_id)
+            .order_by(n.desc(), entity_observations.c.item_id)
+            .limit(max(1, min(limit, 10 * _MAX_PAGE)))
+        )
+        with self._db.read() as conn:
+            return [(r.item_id, r.entity_id, int(r.n)) for r in conn.execute(q)]
+
+    def co_mentioned(
+        self, workspace_id: str, entity_id: str, *, limit: int = 20
+    ) -> builtins.list[tuple[Entity, int]]:
+        """Entities named in the same items as ``entity_id``, with the number of such items."""
+        mine = sa.select(entity_observations.c.item_id).where(
+            ws_filter(entity_observations, workspace_id),
+            entity_observations.c.entity_id == entity_id,
+        )
+        shared = sa.func.count(sa.distinct(entity_observations.c.item_id)).label("shared")
+        q = (
+            sa.select(entities, shared)
+            .join(entity_observations, entity_observations.c.entity_id == entities.c.id)
+            .where(
+                ws_filter(entities, workspace_id),
+                entity_observations.c.item_id.in_(mine),
+                entities.c.id != entity_id,
+            )
+            .group_by(*entities.c)
+            .order_by(shared.desc(), entities.c.normalised_key)
+            .limit(max(1, min(limit, _MAX_PAGE)))
+        )
+        with self._db.read() as conn:
+            return [(_entity(r), int(r.shared)) for r in conn.execute(q)]
+
+    # ------------------------------------------------------------ aliases
+    def aliases(
+        self,
+        workspace_id: str,
+        *,
+        status: AliasStatus | None = None,
+        entity_id: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> builtins.list[EntityAlias]:
+        q = sa.select(entity_aliases).where(ws_filter(entity_aliases, workspace_id))
+        if status is not None:
+            q = q.where(entity_aliases.c.status == status.value)
+        if entity_id is not None:
+            q = q.where(
+                sa.or_(
+                    entity_aliases.c.entity_id == entity_id,
+                    entity_aliases.c.other_id == entity_id,
+                )
+            )
+        q = q.order_by(entity_aliases.c.score.desc(), entity_aliases.c.id)
+        q = q.limit(max(1, min(limit, _MAX_PAGE))).offset(max(0, offset))
+        with self._db.read() as conn:
+            return [_alias(r) for r in conn.execute(q)]
+
+    def confirmed_alias_ids(
+        self, workspace_id: str, entity_ids: Sequence[str]
+    ) -> dict[str, set[str]]:
+        """For each of ``entity_ids``, the entities a person confirmed as its aliases."""
+        ids = sorted(set(entity_ids))[:_ID_BATCH]
+        out: dict[str, set[str]] = {}
+        if not ids:
+            ws_filter(entity_aliases, workspace_id)
+            return out
+        with self._db.read() as conn:
+            rows = conn.execute(
+                sa.select(entity_aliases.c.entity_id, entity_aliases.c.other_id).where(
+                    ws_filter(entity_aliases, workspace_id),
+                    entity_aliases.c.status == AliasStatus.CONFIRMED.value,
+                    sa.or_(entity_aliases.c.entity_id.in_(ids), entity_aliases.c.other_id.in_(ids)),
+                )
+            ).all()
+        for a, b in rows:
+            out.setdefault(a, set()).add(b)
+            out.setdefault(b, set()).add(a)
+        return out
+
+    def decide_alias(
+        self,
+        workspace_id: str,
+        alias_id: str,
+        status: AliasStatus,
+        *,
+        by: str,
+        note: str | None = None,
+    ) -> EntityAlias:
+        """A person's decision: both entities are marked as decided, so they stay even when
+        their items go; a rejected pair is never proposed again."""
+        if status is AliasStatus.CANDIDATE:
+            raise ValidationError("a decision confirms or rejects", field="status")
+        now = self._clock.now()
+        with self._db.write() as conn:
+            row = conn.execute(
+                sa.select(entity_aliases).where(
+                    ws_filter(entity_aliases, workspace_id), entity_aliases.c.id == alias_id
+                )
+            ).first()
+            if row is None:
+                raise NotFound("alias not found")
+            conn.execute(
+                entity_aliases.update()
+                .where(entity_aliases.c.id == alias_id)
+                .values(
+                    status=status.value,
+                    note=note[:1000] if note else None,
+                    decided_by=by[:100],
+                    decided_at=now,
+                    updated_at=now,
+                )
+            )
+            conn.execute(
+                entities.update()
+                .where(
+                    ws_filter(entities, workspace_id),
+                    entities.c.id.in_([row.entity_id, row.other_id]),
+                )
+                .values(decided_at=now)
+            )
+            updated = conn.execute(
+                sa.select(entity_aliases).where(entity_aliases.c.id == alias_id)
+            ).one()
+        return _alias(updated)
+
+    def forget_item(self, workspace_id: str, item_id: str) -> None:
+        """Before an item's row goes: its observations, and entities left with none."""
+        with self._db.write() as conn:
+            forget_item(conn, workspace_id, item_id)
