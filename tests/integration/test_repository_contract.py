@@ -1169,6 +1169,7 @@ def test_a_unit_of_work_meets_a_deleted_item_as_not_found(ports: Ports) -> None:
         "set_item_status": _transaction(
             p, lambda tx: tx.set_item_status(item.id, ItemStatus.READY)
         ),
+        "replace_entities": _transaction(p, lambda tx: tx.replace_entities(item.id, [], [])),
     }
     assert _raised(writes) == _all(writes, NotFound)
     assert p.chunks.list_for_item(p.ws, item.id) == []

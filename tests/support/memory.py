@@ -13,6 +13,9 @@ holds it for its whole block and puts back a snapshot of the rows if the block r
 transaction applies all or nothing and no other thread sees it half done. Records are
 frozen dataclasses; the dicts inside them are copied in and out, so a caller never shares
 state with the store, as with rows read back from a database.
+
+Entities are not modelled: ``MemoryStageTransaction.replace_entities`` checks the item, as
+SQL does, then refuses, so the entity stage is tested on SQL.
 """
 
 from __future__ import annotations
@@ -29,7 +32,16 @@ from typing import Any
 
 from relata.domain.clock import SystemClock
 from relata.domain.errors import DuplicateItem, DuplicateKey, LeaseLost, MissingWorkspace, NotFound
-from relata.domain.models import Chunk, Item, ItemStatus, Job, JobStatus, ProcessingRun
+from relata.domain.models import (
+    Chunk,
+    Item,
+    ItemStatus,
+    Job,
+    JobStatus,
+    ObservedMention,
+    ProcessingRun,
+    ProposedAlias,
+)
 from relata.domain.ports import ChunkToEmbed, Clock
 from relata.storage.sql.jobs import SUPERSEDED
 
@@ -794,6 +806,19 @@ class MemoryStageTransaction:
     def stamp_embedding_model(self, item_id: str, chunk_ids: Sequence[str], model: str) -> int:
         self._check_open()
         return self._store.stamp(self._ws, chunk_ids, model, item_id=item_id)
+
+    def replace_entities(
+        self,
+        item_id: str,
+        mentions: Sequence[ObservedMention],
+        aliases: Sequence[ProposedAlias],
+    ) -> int:
+        """``NotFound`` when the item is gone, as on SQL; otherwise refused: the fakes hold
+        no entities (their identity, counts and alias decisions live in SQL only), so a
+        test of the entity stage runs on a database."""
+        self._check_open()
+        self._store.live_item(self._ws, item_id)
+        raise NotImplementedError("the in-memory fakes do not store entities: use SQL")
 
     def add_run(self, run: ProcessingRun) -> None:
         self._own(run.workspace_id)
