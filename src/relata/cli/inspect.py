@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from relata.cli.common import CliError, plural, settings_or_exit
+from relata.cli.common import CliError, clip_words, plural, settings_or_exit
 
 if TYPE_CHECKING:
     from relata.chunking import ChunkDraft
@@ -51,8 +51,7 @@ def _read(path: Path, max_bytes: int) -> bytes:
 
 
 def _preview(text: str) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= _PREVIEW_CHARS else line[: _PREVIEW_CHARS - 1] + "…"
+    return clip_words(text, _PREVIEW_CHARS)
 
 
 def _where(path: tuple[str, ...], page: int | None) -> str:

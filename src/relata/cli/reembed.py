@@ -3,8 +3,9 @@
 Queues the ``reembed_workspace`` job (bounded batches that re-enqueue themselves; see
 ``relata.embeddings.reembed``; ``--all`` rebuilds every vector) and shows the counts. With
 ``--wait`` it runs workers in this process until the re-embedding is over (or ``--timeout``),
-printing progress to standard error, then the counts; otherwise ``relata serve`` or
-``relata worker`` runs it. Exit code 1 when the re-embedding failed or did not finish in time.
+redrawing the counts on standard error when it is a terminal, then prints them once;
+otherwise ``relata serve`` or ``relata worker`` runs it. With nothing to re-embed no job is
+queued. Exit code 1 when the re-embedding failed or did not finish in time.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from relata.cli.common import CliError, add_workspace_option, open_container
+from relata.cli.common import CliError, add_workspace_option, open_container, plural
 
 if TYPE_CHECKING:
     from relata.bootstrap import Container
@@ -56,7 +57,7 @@ def _line(c: Container, workspace_id: str) -> str:
     counts = c.model_status.counts(workspace_id)
     return (
         f"{counts.embedded_current}/{counts.chunks} chunks embedded with the current model, "
-        f"{counts.vectors} vectors stored"
+        f"{plural(counts.vectors, 'vector')} stored"
     )
 
 

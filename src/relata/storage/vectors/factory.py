@@ -5,7 +5,9 @@
 * ``qdrant``: the server at ``RELATA_QDRANT_URL``; with an empty URL, qdrant-client's local
   mode in ``qdrant/`` under the data dir.
 
-Nothing connects here: both adapters open their storage on first use.
+Nothing connects here: both adapters open their storage on first use. Each adapter is imported
+only when chosen: qdrant-client alone takes most of a second to import, and the default store
+never uses it.
 """
 
 from __future__ import annotations
@@ -13,8 +15,6 @@ from __future__ import annotations
 from relata.config.settings import Settings
 from relata.domain.ports import VectorStore
 from relata.storage.sql.engine import Database
-from relata.storage.vectors.qdrant import QdrantVectorStore
-from relata.storage.vectors.sqlite_vec import SqliteVecStore
 
 STANDALONE_FILE = "vectors.db"
 QDRANT_LOCAL_DIR = "qdrant"
@@ -23,6 +23,8 @@ QDRANT_LOCAL_DIR = "qdrant"
 def build_vector_store(settings: Settings, db: Database, dimensions: int) -> VectorStore:
     """The store for ``dimensions``-wide vectors; ``db`` is the authoritative database."""
     if settings.vector_store == "qdrant":
+        from relata.storage.vectors.qdrant import QdrantVectorStore
+
         return QdrantVectorStore(
             dimensions=dimensions,
             collection=settings.qdrant_collection,
@@ -31,6 +33,8 @@ def build_vector_store(settings: Settings, db: Database, dimensions: int) -> Vec
             path=None if settings.qdrant_url else settings.data_path / QDRANT_LOCAL_DIR,
             timeout=settings.qdrant_timeout,
         )
+    from relata.storage.vectors.sqlite_vec import SqliteVecStore
+
     if db.dialect == "sqlite":
         return SqliteVecStore(db, dimensions)
     return SqliteVecStore.standalone(settings.data_path / STANDALONE_FILE, dimensions)
