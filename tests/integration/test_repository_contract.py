@@ -9,6 +9,7 @@ fakes follow. The SQL databases are migrated once per module and emptied before 
 
 from __future__ import annotations
 
+import inspect
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
@@ -58,7 +59,15 @@ from relata.storage.sql.records import SqlProcessingRunRepository
 from relata.storage.sql.tables import metadata
 from relata.storage.sql.unit_of_work import SqlUnitOfWork
 from tests.conftest import PG_URL, REQUIRE_PG, pg_reason
-from tests.support.memory import MemoryRepositories, MemoryStageTransaction
+from tests.support.memory import (
+    MemoryChunkRepository,
+    MemoryItemRepository,
+    MemoryJobRepository,
+    MemoryProcessingRunRepository,
+    MemoryRepositories,
+    MemoryStageTransaction,
+    MemoryUnitOfWork,
+)
 
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 LEASE = timedelta(seconds=30)
@@ -89,6 +98,33 @@ def _fakes_as_ports(
 
 def _transaction_as_port(tx: MemoryStageTransaction) -> StageTransaction:
     return tx
+
+
+@pytest.mark.parametrize(
+    ("port", "fake"),
+    [
+        (ItemRepository, MemoryItemRepository),
+        (ChunkRepository, MemoryChunkRepository),
+        (ProcessingRunRepository, MemoryProcessingRunRepository),
+        (JobRepository, MemoryJobRepository),
+        (StageTransaction, MemoryStageTransaction),
+        (UnitOfWork, MemoryUnitOfWork),
+    ],
+)
+def test_each_fake_has_every_method_of_its_port_with_the_same_parameters(
+    port: type, fake: type
+) -> None:
+    """The run-time half of ``_fakes_as_ports`` (``make test`` type-checks only ``src``): a
+    method added to a port fails here until the fake has it too."""
+    methods = [n for n, v in vars(port).items() if callable(v) and not n.startswith("_")]
+    assert methods
+    for name in methods:
+        assert callable(getattr(fake, name, None)), f"{fake.__name__} lacks {name}"
+        expected = inspect.signature(getattr(port, name)).parameters
+        got = inspect.signature(getattr(fake, name)).parameters
+        assert [(p.name, p.kind, p.default) for p in got.values()] == [
+            (p.name, p.kind, p.default) for p in expected.values()
+        ], f"{fake.__name__}.{name}"
 
 
 # ------------------------------------------------------------------ fixtures
