@@ -1,0 +1,291 @@
+"""Contradictions between claims of different items about the same subject, from facets.
+
+Candidates (``candidate_pairs``) come from an index by subject key: only claims that share a
+subject are ever compared, and only across items, so the work grows with the claims per
+subject, never with the square of a workspace. Within a subject, claims are bucketed by
+predicate, and claims whose predicate is unknown are compared only by their facets' terms;
+every group is capped (``MAX_GROUP``).
+
+A pair contradicts (``compare``) when, for the same predicate, one of these facets conflicts
+(checked in this order; the first found is recorded):
+
+1. **date**: both name the same event predicate ("began_operating") with a point date,
+   and the dates cannot be the same day at the precision both give;
+2. **quantity**: the same predicate and the same unit, one quantity of that unit each, and
+   their intervals (an exact value widened by 1%, "about" by 10%, bounds and ranges as
+   written) do not meet;
+3. **polarity**: the statements share most of their content words (``MIN_OVERLAP``) and
+   exactly one is negated, the negation governing words the other states;
+4. **direction**: the statements share most of their content words, have the same
+   polarity and opposite directions ("increases" / "reduces") about the same words.
+
+Confidence is the rule's base (date 0.85, quantity 0.75, polarity and direction 0.6) raised
+by how much the two statements share, at most 0.95; the detector and its version go with
+every contradiction. A model's judgement may add a contradiction later, never remove or
+outrank one of these.
+"""
+
+from __future__ import annotations
+
+import enum
+import itertools
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from relata.claims.extract import ClaimDraft
+from relata.claims.facets import (
+    Cue,
+    DateFacet,
+    Facets,
+    Polarity,
+    Quantity,
+    dates_conflict,
+    quantities_conflict,
+)
+from relata.claims.words import stem
+from relata.ids import pair_key
+
+DETECTOR: Final = "facets"
+DETECTOR_VERSION: Final = "1"
+MAX_GROUP: Final = 500
+#: Share of the smaller statement's content words the other must also have.
+MIN_OVERLAP: Final = 0.5
+MIN_SHARED: Final = 2
+
+
+class ConflictFacet(enum.StrEnum):
+    DATE = "date"
+    QUANTITY = "quantity"
+    POLARITY = "polarity"
+    DIRECTION = "direction"
+
+
+@dataclass(frozen=True, slots=True)
+class Contradiction:
+    """Two claims that cannot both hold, the facet they disagree on, and where: the spans
+    are item offsets of the conflicting words in each claim's item."""
+
+    first: ClaimDraft
+    second: ClaimDraft
+    facet: ConflictFacet
+    first_span: tuple[int, int]
+    second_span: tuple[int, int]
+    reason: str
+    confidence: float
+    detector: str = DETECTOR
+    detector_version: str = DETECTOR_VERSION
+
+    @property
+    def dedupe_key(self) -> str:
+        """One contradiction per unordered pair of claims."""
+        return pair_key("contradiction", self.first.dedupe_key, self.second.dedupe_key)
+
+
+SubjectKey = Callable[[ClaimDraft], str]
+
+
+def by_subject(
+    claims: Iterable[ClaimDraft], key: SubjectKey | None = None
+) -> dict[str, list[ClaimDraft]]:
+    """Claims grouped by subject key (``claim.subject.key`` unless ``key`` maps a claim to
+    its canonical entity, e.g. through confirmed aliases)."""
+    groups: dict[str, list[ClaimDraft]] = defaultdict(list)
+    for claim in claims:
+        groups[key(claim) if key else claim.subject.key].append(claim)
+    return dict(groups)
+
+
+def candidate_pairs(
+    groups: Mapping[str, Sequence[ClaimDraft]],
+) -> Iterator[tuple[ClaimDraft, ClaimDraft]]:
+    """Pairs of claims of different items within each subject group, bucketed by
+    predicate (claims with no predicate meet every bucket of their subject); each group
+    is capped at ``MAX_GROUP`` claims, the most confident kept."""
+    for claims in groups.values():
+        kept = sorted(claims, key=lambda c: -c.confidence)[:MAX_GROUP]
+        buckets: dict[str | None, list[ClaimDraft]] = defaultdict(list)
+        for claim in kept:
+            predicate = claim.facets.predicate
+            buckets[predicate.key if predicate else None].append(claim)
+        loose = buckets.pop(None, [])
+        for bucket in buckets.values():
+            yield from _across_items(bucket, bucket)
+            yield from _across_items(bucket, loose)
+        yield from _across_items(loose, loose)
+
+
+def _across_items(
+    a: Sequence[ClaimDraft], b: Sequence[ClaimDraft]
+) -> Iterator[tuple[ClaimDraft, ClaimDraft]]:
+    same = a is b
+    pairs = itertools.combinations(a, 2) if same else itertools.product(a, b)
+    for x, y in pairs:
+        if x.item_id != y.item_id:
+            yield (x, y)
+
+
+def find_contradictions(
+    claims: Iterable[ClaimDraft], key: SubjectKey | None = None
+) -> list[Contradiction]:
+    """Every contradiction among ``claims`` (one per pair), most confident first."""
+    found: dict[str, Contradiction] = {}
+    for a, b in candidate_pairs(by_subject(claims, key)):
+        c = compare(a, b)
+        if c is not None:
+            found.setdefault(c.dedupe_key, c)
+    return sorted(found.values(), key=lambda c: -c.confidence)
+
+
+def compare(a: ClaimDraft, b: ClaimDraft) -> Contradiction | None:
+    """The first conflicting facet between two claims (module docstring), or None. The
+    claims are taken to be about the same subject; that is the caller's index."""
+    for rule in (_date_conflict, _quantity_conflict, _polarity_conflict, _direction_conflict):
+        found = rule(a, b)
+        if found is not None:
+            return found
+    return None
+
+
+# --------------------------------------------------------------------------------- rules
+
+
+def _span(claim: ClaimDraft, start: int, end: int) -> tuple[int, int]:
+    return (claim.start + start, claim.start + end)
+
+
+def _same_predicate(a: Facets, b: Facets) -> bool:
+    return (
+        a.predicate is not None and b.predicate is not None and a.predicate.key == b.predicate.key
+    )
+
+
+def _event_date(f: Facets) -> DateFacet | None:
+    """The point date nearest the event predicate."""
+    points = f.event_dates
+    if not points or f.predicate is None:
+        return None
+    anchor = f.predicate.start
+    return min(points, key=lambda d: abs(d.start - anchor))
+
+
+def _date_conflict(a: ClaimDraft, b: ClaimDraft) -> Contradiction | None:
+    fa, fb = a.facets, b.facets
+    if not (a.attached and b.attached):
+        return None
+    if not (_same_predicate(fa, fb) and fa.predicate and fa.predicate.event):
+        return None
+    da, db = _event_date(fa), _event_date(fb)
+    if da is None or db is None or not dates_conflict(da, db):
+        return None
+    precise = da.months is not None and db.months is not None
+    return Contradiction(
+        a,
+        b,
+        ConflictFacet.DATE,
+        _span(a, da.start, da.end),
+        _span(b, db.start, db.end),
+        f"{fa.predicate.key}: {da.label()} vs {db.label()}",
+        0.9 if precise else 0.85,
+    )
+
+
+def _only_of_unit(f: Facets, unit: str) -> Quantity | None:
+    of_unit = [q for q in f.quantities if q.unit == unit]
+    return of_unit[0] if len(of_unit) == 1 else None
+
+
+def _quantity_conflict(a: ClaimDraft, b: ClaimDraft) -> Contradiction | None:
+    fa, fb = a.facets, b.facets
+    if not (a.attached and b.attached):
+        return None
+    if not _same_predicate(fa, fb) or _overlap(fa, fb) < MIN_OVERLAP:
+        return None
+    for qa in fa.quantities:
+        one_a = _only_of_unit(fa, qa.unit)
+        one_b = _only_of_unit(fb, qa.unit)
+        if one_a is None or one_b is None or not quantities_conflict(one_a, one_b):
+            continue
+        return Contradiction(
+            a,
+            b,
+            ConflictFacet.QUANTITY,
+            _span(a, one_a.start, one_a.end),
+            _span(b, one_b.start, one_b.end),
+            f"{qa.unit}: {one_a.label()} vs {one_b.label()}",
+            _confidence(0.75, fa, fb),
+        )
+    return None
+
+
+def _cue_words(f: Facets) -> frozenset[str]:
+    return frozenset(stem(c.text) for c in (*f.negations, *f.directions))
+
+
+def _overlap(a: Facets, b: Facets) -> float:
+    """Share of the smaller statement's content words (cue words aside) the other has."""
+    cues = _cue_words(a) | _cue_words(b)
+    ta, tb = a.terms - cues, b.terms - cues
+    shared = ta & tb
+    if len(shared) < MIN_SHARED:
+        return 0.0
+    return len(shared) / min(len(ta), len(tb))
+
+
+def _confidence(base: float, a: Facets, b: Facets) -> float:
+    return round(min(0.95, base + 0.2 * _overlap(a, b)), 2)
+
+
+def _governs(cue: Cue, other: Facets) -> bool:
+    """The cue's scope names a word the other statement has."""
+    return bool(cue.scope & other.terms)
+
+
+def _polarity_conflict(a: ClaimDraft, b: ClaimDraft) -> Contradiction | None:
+    fa, fb = a.facets, b.facets
+    if fa.polarity is fb.polarity or _overlap(fa, fb) < MIN_OVERLAP:
+        return None
+    if fa.direction is not None and fb.direction is not None and fa.direction != fb.direction:
+        return None  # "did not increase" and "decreased" agree
+    neg_claim, neg, other = (a, fa, fb) if fa.polarity is Polarity.NEGATED else (b, fb, fa)
+    cue = next((c for c in neg.negations if _governs(c, other)), None)
+    if cue is None:
+        return None
+    plain = b if neg_claim is a else a
+    first_span = _span(neg_claim, cue.start, cue.end)
+    second_span = (plain.start, plain.end)
+    spans = (first_span, second_span) if neg_claim is a else (second_span, first_span)
+    return Contradiction(
+        a,
+        b,
+        ConflictFacet.POLARITY,
+        spans[0],
+        spans[1],
+        f"negated ({cue.text!r}) in one, affirmed in the other",
+        _confidence(0.6, fa, fb),
+    )
+
+
+def _direction_conflict(a: ClaimDraft, b: ClaimDraft) -> Contradiction | None:
+    fa, fb = a.facets, b.facets
+    if fa.direction is None or fb.direction is None or fa.direction == fb.direction:
+        return None
+    if fa.polarity is not fb.polarity or _overlap(fa, fb) < MIN_OVERLAP:
+        return None
+    pair = next(
+        ((ca, cb) for ca in fa.directions for cb in fb.directions if ca.scope & cb.scope),
+        None,
+    )
+    if pair is None:
+        return None
+    ca, cb = pair
+    return Contradiction(
+        a,
+        b,
+        ConflictFacet.DIRECTION,
+        _span(a, ca.start, ca.end),
+        _span(b, cb.start, cb.end),
+        f"{ca.text!r} vs {cb.text!r}",
+        _confidence(0.6, fa, fb),
+    )
