@@ -71,3 +71,17 @@ def test_readme_configuration_table_matches_declarations() -> None:
         "README configuration table is stale: regenerate it with "
         "`.venv/bin/relata config --markdown`"
     )
+
+
+def test_the_data_dir_resolves_to_one_absolute_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    default = load_settings({})
+    assert default.data_path == tmp_path / "data" and default.data_path.is_absolute()
+    assert default.resolved_database_url == f"sqlite:///{tmp_path / 'data' / 'relata.db'}"
+    home = load_settings({"RELATA_DATA_DIR": "~/relata"})
+    assert home.data_path == tmp_path / "home" / "relata"
+    # The configured value itself is kept as given (what `relata config` shows as the value).
+    assert default.data_dir == "./data"

@@ -10,7 +10,14 @@ import os
 import sys
 from typing import Any
 
-from relata.cli.common import CliError, open_container, plural, settings_or_exit, where
+from relata.cli.common import (
+    CliError,
+    open_container,
+    plural,
+    redact_url,
+    settings_or_exit,
+    where,
+)
 from relata.config.settings import SETTINGS, Settings, markdown_table
 
 
@@ -176,7 +183,8 @@ def _display(value: Any) -> str:
 
 
 def effective(settings: Settings, environ: Any = None) -> list[dict[str, str]]:
-    """Every variable with the value in effect and its source; secrets are hidden."""
+    """Every variable with the value in effect and its source; secrets are hidden and URL
+    passwords redacted."""
     env = os.environ if environ is None else environ
     secret = {f.name for f in dataclasses.fields(Settings) if not f.repr}
     rows = []
@@ -184,6 +192,8 @@ def effective(settings: Settings, environ: Any = None) -> list[dict[str, str]]:
         value = _display(getattr(settings, s.field))
         if s.field in secret and value:
             value = "(set, hidden)"
+        elif "://" in value:
+            value = redact_url(value)
         rows.append(
             {
                 "variable": s.env,
