@@ -1,9 +1,10 @@
 """Candidate aliases: names that may be one subject, proposed with a score and a reason.
 
 Never a merge. Two entities stay two records; a person confirms or rejects each candidate,
-and a rejected pair (``rejected``) is never proposed again. Only entities of the same type
-are paired (a person and a place called "Jordan" are homonyms, not aliases). The rules, best
-first (docs/decisions/0015-entities.md):
+and a rejected pair (``rejected``) is never proposed again. Entities of different types are
+paired only by ``same_name`` (a person and a place called "Jordan" are homonyms, and stay
+two entities unless a person links them). The rules, best first
+(docs/decisions/0015-entities.md):
 
 =================  =====  ==========================================================
 reason             score  when
@@ -21,6 +22,8 @@ prefix             0.75   the leading words of the other name ("Kestrel" / "Kest
 surname            0.70   a bare surname and a full name ("Vaughan" / "Ines Vaughan")
 spelling           0.60   one edit apart (keys of 6 characters or more), 0.50 two edits
                           (12 or more); never when a key has a digit ("SB-04" / "SB-05")
+same_name          0.50   one key, two types ("Sabrewing Array" the place and the term):
+                          the extractor typed one name two ways, or they are homonyms
 =================  =====  ==========================================================
 
 Pairs are found through blocking keys (``blocking_keys``: words, initials, one-character
@@ -55,6 +58,7 @@ class AliasReason(enum.StrEnum):
     PREFIX = "prefix"
     SURNAME = "surname"
     SPELLING = "spelling"
+    SAME_NAME = "same_name"
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,6 +253,13 @@ def propose_aliases(
             for y in by_key.get(normalise_name(long_name), []):
                 if x.entity.entity_type is y.entity.entity_type and x.key != y.key:
                     consider(x, y, (0.95, AliasReason.ACRONYM_DEFINED))
+
+    for group in by_key.values():
+        if len(group) <= MAX_BLOCK:
+            for position, x in enumerate(group):
+                for y in group[position + 1 :]:
+                    if x.entity.entity_type is not y.entity.entity_type:
+                        consider(x, y, (0.50, AliasReason.SAME_NAME))
 
     blocks: defaultdict[tuple[EntityType, str], list[_Name]] = defaultdict(list)
     for n in names:

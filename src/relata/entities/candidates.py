@@ -18,8 +18,16 @@ from typing import Final
 
 from relata.domain.models import EntityType
 from relata.entities.gazetteer import GIVEN_NAMES, PLACES
-from relata.entities.lexicon import ORG_HEADS_OF
-from relata.entities.rules import Passage, Span, clean, is_identifier, name_like, plain_name_word
+from relata.entities.lexicon import HONORIFICS, ORG_HEADS_OF, TITLES
+from relata.entities.rules import (
+    Passage,
+    Span,
+    clean,
+    connector_joins,
+    is_identifier,
+    name_like,
+    plain_name_word,
+)
 from relata.entities.tokens import is_connector, is_number_like, sentence_initial
 
 _DATELINE: Final = re.compile(
@@ -47,17 +55,14 @@ _PLACE_FIRST_WORDS: Final = frozenset(name.split(" ")[0] for name in PLACES)
 
 
 def _runs(p: Passage) -> Iterator[tuple[int, int]]:
-    """Maximal runs of capitalised words joined by spaces (connectors inside)."""
+    """Maximal runs of capitalised words joined by spaces, with connectors inside."""
     ws, n, i = p.words, len(p.words), 0
     while i < n:
         if not name_like(ws[i].text):
             i += 1
             continue
         j = i + 1
-        while j < n and p.joined(j):
-            connector = is_connector(ws[j].text) or ws[j].folded == "the"
-            if not (name_like(ws[j].text) or (connector and _connects(p, j))):
-                break
+        while j < n and p.joined(j) and (name_like(ws[j].text) or _connects(p, i, j)):
             j += 1
         while j > i + 1 and not name_like(ws[j - 1].text):
             j -= 1
@@ -65,16 +70,23 @@ def _runs(p: Passage) -> Iterator[tuple[int, int]]:
         i = j
 
 
-def _connects(p: Passage, j: int) -> bool:
+def _connects(p: Passage, i: int, j: int) -> bool:
+    """Whether the connector at ``j`` continues the run that starts at ``i``."""
     ws = p.words
+    if not (is_connector(ws[j].text) or ws[j].folded == "the"):
+        return False
     k = j + 1
     while k < len(ws) and (is_connector(ws[k].text) or ws[k].folded == "the"):
         k += 1
-    return k < len(ws) and all(p.joined(m) for m in range(j + 1, k + 1)) and name_like(ws[k].text)
+    if k >= len(ws) or not all(p.joined(m) for m in range(j + 1, k + 1)):
+        return False
+    return name_like(ws[k].text) and connector_joins(p, i, j)
 
 
-def shaped_runs(p: Passage) -> list[Span]:
-    """Runs typed by shape, honorific or title (never a bare run)."""
+def shaped_runs(p: Passage, found: list[Span]) -> list[Span]:
+    """Runs typed by shape, honorific or title (never a bare run). A sentence's first word
+    before a name already ``found`` is not part of it ("Ask Kestrel Marine Systems")."""
+    starts = {s.start for s in found}
     out: list[Span] = []
     for i, j in _runs(p):
         if p.in_caps_line(i):
@@ -87,6 +99,14 @@ def shaped_runs(p: Passage) -> list[Span]:
             and sentence_initial(p.text, ws[i].start)
         ):
             i += 2  # "Shares of Ostrander Mining Ltd": the sentence's first word is not a name
+        elif (
+            j - i > 1
+            and ws[i + 1].start in starts
+            and ws[i].folded not in HONORIFICS
+            and ws[i].folded not in TITLES
+            and sentence_initial(p.text, ws[i].start)
+        ):
+            i += 1
         out.extend(clean(p, p.words[i].start, p.words[j - 1].end, None))
     return out
 

@@ -5,7 +5,8 @@ A name is usually introduced in full and then shortened ("Tomas Reyes" ... "Mr R
 each occurrence on its own. Across all the chunks of an item, ``harmonise``:
 
 1. collects votes for each surface form's type: a rule's span counts 2, a model's 1, a
-   person named in full votes 2 for its bare surname and given name, an organisation
+   person named in full votes 2 for its bare surname and 1 for its given name (neither
+   when it is a country or state: "George Washington"), an organisation
    votes for its first word ("Kestrel"), 2 when a rule typed it;
 2. gives every model span the winning type of its surface (its own on a tie; the short
    form of an organisation never turns a place into one: "Duluth City Council");
@@ -70,9 +71,10 @@ class _Knowledge:
             self.votes[surface][s.type] += weight
             names = [w for w in surface if not is_abbreviation(w) and len(w) > 1]
             if s.type is EntityType.PERSON and len(names) >= 2:
-                for word in {names[0], names[-1]}:
-                    if _specific(word):
-                        self.person_short[(word,)] += 2
+                # A bare surname is strong evidence; a bare given name ("Paris") weaker.
+                for word, vote in ((names[-1], 2), (names[0], 1)):
+                    if _specific(word) and word not in PLACES:
+                        self.person_short[(word,)] += vote
             elif s.type is EntityType.ORGANISATION and len(surface) >= 2 and _specific(surface[0]):
                 self.org_short[(surface[0],)] += weight
 
@@ -117,7 +119,7 @@ def _retype(
             if confirmed is None:
                 continue
             s.type = confirmed
-        elif not s.strong and s.type in _NAMED:
+        elif not s.strong:
             votes = knowledge.evidence(surface, s.type)
             if votes:
                 s.type = _winner(votes, s.type)

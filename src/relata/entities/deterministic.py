@@ -56,8 +56,8 @@ _MERGED: Final = (EntityType.PERSON, EntityType.ORGANISATION)
 
 
 def _add(spans: list[Span], candidate: Span, *, override: bool = False) -> None:
-    """Add a rule's span: it retypes a model span of the same extent and replaces spans it
-    contains; otherwise a span already there wins (unless ``override``)."""
+    """Add a rule's span: it retypes a model span of the same extent and replaces the spans it
+    contains; otherwise the spans already there win (unless ``override``)."""
     overlapping = [s for s in spans if s.start < candidate.end and candidate.start < s.end]
     if not overlapping:
         spans.append(candidate)
@@ -115,7 +115,7 @@ def _chunk_spans(
                 found.expansion.type,
             )
         )
-    for s in candidates.shaped_runs(p):
+    for s in candidates.shaped_runs(p, spans):
         _add(spans, s)
     for s in candidates.places(p):
         _add(spans, s)

@@ -280,6 +280,9 @@ PLACES: Final[frozenset[str]] = _names(
     Texas
     Utah
     Vermont
+    Virginia
+    West Virginia
+    Washington
     Wisconsin
     Wyoming
     Alberta

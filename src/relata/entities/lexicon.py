@@ -256,6 +256,8 @@ ORG_HEADS_OF: Final[frozenset[str]] = frozenset(
         "league",
         "union",
         "order",
+        "centre",
+        "center",
     }
 )
 

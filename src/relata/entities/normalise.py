@@ -27,6 +27,7 @@ import re
 import unicodedata
 from typing import Final
 
+from relata.domain.models import EntityType
 from relata.entities.lexicon import HONORIFICS
 
 _TYPOGRAPHIC: Final = str.maketrans(
@@ -106,3 +107,8 @@ def key_tokens(name: str) -> tuple[str, ...]:
     """The words of a name's key."""
     key = normalise_name(name)
     return tuple(key.split(" ")) if key else ()
+
+
+def entity_identity(name: str, entity_type: EntityType) -> tuple[EntityType, str]:
+    """What makes two mentions one entity in a workspace: the type and the key."""
+    return EntityType(entity_type), normalise_name(name)

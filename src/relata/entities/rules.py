@@ -165,10 +165,27 @@ def shape_type(p: Passage, i: int, j: int) -> EntityType | None:
     return None
 
 
+def connector_joins(p: Passage, i: int, j: int) -> bool:
+    """Whether the connector at ``j`` may continue a name that starts at ``i``: "of" (and
+    "de", "van", ...) always ("Bank of England"); "for" after an organisation's word
+    ("Allen Institute for AI"); "and" or "&" after a single word or an "of" ("Procter &
+    Gamble", "Perth and Kinross Council", "University of Science and Technology"); never
+    between two names ("Sabrewing Array for Kestrel Marine Systems", "Kestrel Marine
+    Systems and Meridian ...")."""
+    word, before = p.words[j].folded, p.words[j - 1].folded
+    if word == "for":
+        return before in ORG_SUFFIXES or before in ORG_HEADS_OF
+    if word in ("and", "&"):
+        return j - i == 1 or any(w.folded == "of" for w in p.words[i:j])
+    return word != "the" or before == "of"
+
+
 def _pieces(p: Passage, i: int, j: int) -> list[tuple[int, int, bool]]:
-    """Split ``[i, j)`` where two words are not joined, at a number between names, and at
-    "of" after a person ("Ms Anwen Price of Pembrokeshire ..."). The flag says whether the
-    piece still carries the model's type: not after a paragraph break."""
+    """Split ``[i, j)`` where two words are not joined, at a number between names, at "of"
+    after a person ("Ms Anwen Price of Pembrokeshire ..."), at a connector that does not
+    join two names (``connector_joins``) and around an identifier ("Serum IL-6"). The flag
+    says whether the piece still carries the model's type: not after a paragraph break,
+    nor a single word split from an identifier."""
     ws = p.words
     out: list[tuple[int, int, bool]] = []
     start, typed = i, True
@@ -182,11 +199,16 @@ def _pieces(p: Passage, i: int, j: int) -> list[tuple[int, int, bool]]:
         person_of = ws[k].folded == "of" and (
             ws[start].folded in HONORIFICS or ws[start].folded in TITLES
         )
-        if not p.joined(k) or number_between or person_of:
+        apart = is_connector(ws[k].text) and not connector_joins(p, start, k)
+        identifier = is_identifier(ws[k].text) or is_identifier(ws[k - 1].text)
+        if not p.joined(k) or number_between or person_of or apart or identifier:
             out.append((start, k, typed))
             paragraph = "\n\n" in p.text[ws[k - 1].end : ws[k].start]
-            start, typed = (k + 1 if number_between or person_of else k), typed and not paragraph
+            skip = number_between or person_of or apart
+            start, typed = (k + 1 if skip else k), typed and not paragraph
     out.append((start, j, typed))
+    if len(out) > 1 and any(is_identifier(ws[a].text) for a, b, _ in out if b - a == 1):
+        out = [(a, b, t and (b - a > 1 or is_identifier(ws[a].text))) for a, b, t in out]
     return [(a, b, t) for a, b, t in out if a < b]
 
 
