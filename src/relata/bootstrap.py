@@ -36,6 +36,8 @@ from relata.embeddings.factory import build_embedder, known_dimensions
 from relata.embeddings.reembed import Reembedder, register_reembed
 from relata.embeddings.stage import EmbedStage, ModelSeen, VectorWriter
 from relata.embeddings.status import ModelStatusService
+from relata.entities.deterministic import DeterministicExtractor
+from relata.entities.stage import EntityStage
 from relata.ingest.admission import Admission
 from relata.ingest.catalog import ItemCatalog
 from relata.ingest.originals import OriginalStore
@@ -246,6 +248,7 @@ def build(
     reembed = _build_embedding(
         settings, clock, repos, registry, queue, pipeline, embedder, vectors, metrics
     )
+    _build_knowledge(repos, pipeline, items)
     text_search = SqlTextSearch(db)
     search = SearchService(
         repos.items,
@@ -326,6 +329,18 @@ def _build_ingestion(
     )
     pipeline.add(chunk)
     return service, catalog
+
+
+def _build_knowledge(repos: Repositories, pipeline: Pipeline, items: ItemCatalog) -> None:
+    """The knowledge stages after embedding: entities (then claims and relationships)."""
+    pipeline.add(
+        EntityStage(
+            chunks=repos.chunks, entities=repos.entities, extractor=DeterministicExtractor()
+        )
+    )
+    # Observations go with the item's row (ON DELETE CASCADE); the hook also recounts the
+    # entities it named and removes those left with no source and no human decision.
+    items.add_delete_hook(repos.entities.forget_item)
 
 
 def _build_embedding(

@@ -57,7 +57,7 @@ def test_an_ingested_document_gets_one_vector_per_chunk_with_the_local_model(
     ws = workspace_id(c)
     item = c.ingest.ingest(ws, IngestRequest(data=MARKDOWN, filename="notes.md"))
     jobs = drain(c)
-    assert [j.kind for j in jobs] == ["parse_item", "chunk_item", "embed_item"]
+    assert [j.kind for j in jobs] == ["parse_item", "chunk_item", "embed_item", "entities_item"]
     assert all(j.status is JobStatus.SUCCEEDED for j in jobs)
 
     assert c.repos.items.get(ws, item.id).status is ItemStatus.READY
@@ -66,8 +66,8 @@ def test_an_ingested_document_gets_one_vector_per_chunk_with_the_local_model(
     assert {ch.embedding_model for ch in chunks} == {"all-MiniLM-L6-v2"}
     [seen] = c.repos.model_versions.list(ws)
     assert (seen.kind, seen.name, seen.dimensions) == ("embedding", "all-MiniLM-L6-v2", 384)
-    embed_run = c.repos.runs.list_for_item(ws, item.id)[-1]
-    assert (embed_run.stage, embed_run.outcome) == ("embed", "succeeded")
+    [embed_run] = [r for r in c.repos.runs.list_for_item(ws, item.id) if r.stage == "embed"]
+    assert embed_run.outcome == "succeeded"
     assert embed_run.versions == {"embedding_model": "all-MiniLM-L6-v2"}
     assert embed_run.details["chunks"] == len(chunks) and embed_run.details["provider"] == "local"
     # The vectors mean something: the seal question finds a passage of this item.
@@ -100,15 +100,16 @@ def test_without_a_provider_ingestion_completes_and_the_stage_is_recorded_skippe
         assert c.embedder is None
         ws = workspace_id(c)
         item = c.ingest.ingest(ws, IngestRequest(data=MARKDOWN, filename="notes.md"))
-        assert [j.kind for j in drain(c)] == ["parse_item", "chunk_item"]
+        assert [j.kind for j in drain(c)] == ["parse_item", "chunk_item", "entities_item"]
         assert c.repos.items.get(ws, item.id).status is ItemStatus.READY
         runs = c.repos.runs.list_for_item(ws, item.id)
         assert [(r.stage, r.outcome) for r in runs] == [
             ("parse", "succeeded"),
             ("chunk", "succeeded"),
             ("embed", "skipped"),
+            ("entities", "succeeded"),
         ]
-        assert runs[-1].details["reason"] == "no embedding provider"
+        assert runs[2].details["reason"] == "no embedding provider"
         assert c.vectors.count(ws) == 0
         assert {ch.embedding_model for ch in c.repos.chunks.list_for_item(ws, item.id)} == {None}
         assert c.repos.model_versions.list(ws) == []
@@ -167,10 +168,15 @@ def test_reprocessing_overwrites_the_same_vectors(settings: Settings) -> None:
         drain(c)
         chunks = c.repos.chunks.count(ws)
         c.items.reprocess(ws, item.id)
-        assert [j.kind for j in drain(c)] == ["parse_item", "chunk_item", "embed_item"]
+        assert [j.kind for j in drain(c)] == [
+            "parse_item",
+            "chunk_item",
+            "embed_item",
+            "entities_item",
+        ]
         assert c.vectors.count(ws) == chunks == c.repos.chunks.count(ws)
         runs = c.repos.runs.list_for_item(ws, item.id)
-        assert [r.stage for r in runs] == ["parse", "chunk", "embed"] * 2
+        assert [r.stage for r in runs] == ["parse", "chunk", "embed", "entities"] * 2
         assert c.repos.items.get(ws, item.id).status is ItemStatus.READY
 
 
@@ -199,10 +205,15 @@ def test_an_embed_job_left_from_a_provider_settles_the_item_without_one(
         pool.run_one()
         pool.run_one()  # parse, chunk: embed_item is pending
     with built(settings, embedding_provider="none") as c:
-        [job] = drain(c)
+        job, following = drain(c)
         assert job.kind == "embed_item" and job.status is JobStatus.SUCCEEDED
+        assert following.kind == "entities_item"
         assert c.repos.items.get(ws, item.id).status is ItemStatus.READY
-        assert c.repos.runs.list_for_item(ws, item.id)[-1].outcome == "skipped"
+        runs = c.repos.runs.list_for_item(ws, item.id)
+        assert [(r.stage, r.outcome) for r in runs][-2:] == [
+            ("embed", "skipped"),
+            ("entities", "succeeded"),
+        ]
 
 
 def test_bench_embed_times_the_stage_path_on_the_same_texts(

@@ -69,12 +69,19 @@ def test_a_stage_added_in_a_test_runs_in_its_declared_place(settings: Settings) 
     with pipeline_with(settings, stage) as c:
         ws = workspace_id(c)
         item = c.ingest.ingest(ws, IngestRequest(text=TEXT))
-        assert _drain(c) == ["parse_item", "chunk_item", "tag_item", "embed_item"]
+        assert _drain(c) == [
+            "parse_item",
+            "chunk_item",
+            "tag_item",
+            "embed_item",
+            "entities_item",
+        ]
         assert _runs(c, ws, item.id) == [
             ("parse", "succeeded"),
             ("chunk", "succeeded"),
             ("tag", "succeeded"),
             ("embed", "succeeded"),
+            ("entities", "succeeded"),
         ]
         done = c.repos.items.get(ws, item.id)
         assert done.status is ItemStatus.READY and done.failed_stage is None
@@ -150,7 +157,7 @@ def test_a_stage_whose_requirement_is_missing_is_skipped_and_the_item_becomes_re
         ws = workspace_id(c)
         item = c.ingest.ingest(ws, IngestRequest(text=TEXT))
         # The skipped stage takes no job of its own: it is recorded with the stage before it.
-        assert _drain(c) == ["parse_item", "chunk_item", "embed_item"]
+        assert _drain(c) == ["parse_item", "chunk_item", "embed_item", "entities_item"]
         assert stage.calls == 0
         runs = c.repos.runs.list_for_item(ws, item.id)
         skipped = [r for r in runs if r.stage == TAG]
@@ -164,7 +171,13 @@ def test_a_stage_that_reports_not_configured_is_skipped_not_failed(settings: Set
     with pipeline_with(settings, stage) as c:
         ws = workspace_id(c)
         item = c.ingest.ingest(ws, IngestRequest(text=TEXT))
-        assert _drain(c) == ["parse_item", "chunk_item", "tag_item", "embed_item"]
+        assert _drain(c) == [
+            "parse_item",
+            "chunk_item",
+            "tag_item",
+            "embed_item",
+            "entities_item",
+        ]
         assert ("tag", "skipped") in _runs(c, ws, item.id)
         assert c.repos.items.get(ws, item.id).status is ItemStatus.READY
 
@@ -178,7 +191,7 @@ def test_reprocessing_from_a_stage_reruns_it_and_the_later_ones_only(settings: S
         again = c.items.reprocess(ws, item.id, from_stage=TAG)
         assert again.from_stage == TAG and again.generation == 2
         assert c.repos.items.get(ws, item.id).status is ItemStatus.PENDING
-        assert _drain(c) == ["tag_item", "embed_item"]
+        assert _drain(c) == ["tag_item", "embed_item", "entities_item"]
         stages = [s for s, _ in _runs(c, ws, item.id)]
         assert stages.count("parse") == 1 and stages.count("chunk") == 1
         assert stages.count(TAG) == 2 and stages.count("embed") == 2
@@ -196,7 +209,7 @@ def test_reprocessing_starts_by_default_at_the_stage_that_failed(settings: Setti
         _drain(c)
         [again] = c.items.reprocess_failed(ws)
         assert again.item.id == item.id and again.from_stage == TAG
-        assert _drain(c) == ["tag_item", "embed_item"]
+        assert _drain(c) == ["tag_item", "embed_item", "entities_item"]
         ready = c.repos.items.get(ws, item.id)
         assert ready.status is ItemStatus.READY
         assert ready.error is None and ready.failed_stage is None
@@ -244,9 +257,12 @@ def test_a_process_killed_in_a_stage_leaves_the_item_before_or_after_it(
             assert chunk.text != "tagged" and TAG not in {s for s, _ in runs}
             assert status is ItemStatus.PROCESSING and tag_job.status is JobStatus.RUNNING
         else:
-            # After the stage: its result, its run, the skipped embed run, the job completed.
+            # After the stage: its result, its run, the skipped embed run, the job completed
+            # and the next stage's job waiting.
             assert chunk.text == "tagged"
             assert runs[-2:] == [(TAG, "succeeded"), ("embed", str(RunOutcome.SKIPPED))]
-            assert status is ItemStatus.READY and tag_job.status is JobStatus.SUCCEEDED
+            assert status is ItemStatus.PROCESSING and tag_job.status is JobStatus.SUCCEEDED
+            [following] = c.queue.list(ws, kind="entities_item")
+            assert following.status is JobStatus.PENDING
     finally:
         c.close()

@@ -21,7 +21,7 @@ from relata.storage.sql import migrate
 
 #: The declared order with the test stage between chunking and embedding.
 TAG = "tag"
-ORDER = ("parse", "chunk", TAG, "embed")
+ORDER = ("parse", "chunk", TAG, "embed", "entities")
 
 
 def marker_chunk(p: StagePayload, text: str) -> Chunk:

@@ -187,6 +187,8 @@ class ObservedMention:
     extractor: str
     extractor_version: str
     agreed: bool = False
+    #: The name's blocking keys, indexed so alias candidates are found without a scan.
+    tokens: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)

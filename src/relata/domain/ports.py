@@ -8,7 +8,7 @@ reported exactly like a missing one (``NotFound``).
 from __future__ import annotations
 
 import builtins
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
@@ -233,7 +233,7 @@ class EntityRepository(Protocol):
     ) -> builtins.list[Entity]: ...
     def find_by_keys(self, workspace_id: str, keys: Sequence[str]) -> builtins.list[Entity]: ...
     def similar(
-        self, workspace_id: str, normalised_key: str, *, limit: int = 50
+        self, workspace_id: str, tokens: Iterable[str], *, limit: int = 50
     ) -> builtins.list[Entity]: ...
     def observations(
         self, workspace_id: str, entity_id: str, *, limit: int = 100

@@ -19,6 +19,7 @@ class StageKind(enum.StrEnum):
     PARSE = "parse"
     CHUNK = "chunk"
     EMBED = "embed"
+    ENTITIES = "entities"
 
     @property
     def job_kind(self) -> str:

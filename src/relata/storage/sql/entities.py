@@ -6,8 +6,9 @@ processes converge on one row. ``replace_item_entities`` is what the stage commi
 of work: the item's observations become exactly the new ones, the entities' counts follow,
 an entity left with no observation goes unless a person acted on it (``decided_at``), and the
 proposed aliases are added unless their pair was already decided. The token index
-(``entity_tokens``: name words, initials, 4-letter prefixes) is how alias candidates and the
-entity search leg find entities without scanning the workspace.
+(``entity_tokens``: the blocking keys the entity feature computes for a name: words,
+initials, one-letter deletions) is how alias candidates are found without scanning the
+workspace.
 """
 
 from __future__ import annotations
@@ -45,22 +46,8 @@ from relata.storage.sql.tables import (
 
 _MAX_PAGE = 1000
 _ID_BATCH = 500
-_STOPWORDS = frozenset({"of", "the", "and", "for", "in", "on", "at", "de", "la", "le", "du", "von"})
 _MAX_TOKEN = 100
-
-
-def name_tokens(normalised_key: str) -> set[str]:
-    """The index tokens of a normalised name: its words (two letters or more, not stop
-    words), the initials of a name of several words ("meridian tidal institute" -> "mti", so
-    an acronym finds its expansion) and 4-letter prefixes of longer words ("vaughan",
-    "vaughn" -> "vaug", so small spelling variants meet)."""
-    words = [w for w in normalised_key.split() if w]
-    content = [w for w in words if w not in _STOPWORDS]
-    tokens = {w[:_MAX_TOKEN] for w in content if len(w) >= 2}
-    if len(content) >= 2:
-        tokens.add("".join(w[0] for w in content)[:_MAX_TOKEN])
-    tokens.update(w[:4] for w in content if len(w) >= 5)
-    return tokens
+_MAX_TOKENS = 200  # per entity: a name's blocking keys are a few dozen
 
 
 def alias_pair_key(first: tuple[str, str], second: tuple[str, str]) -> str:
@@ -125,8 +112,10 @@ def upsert_entity(
     key: str,
     name: str,
     now: datetime,
+    tokens: Iterable[str] = (),
 ) -> str:
-    """The id of the entity with this identity, inserting it (and its tokens) if new."""
+    """The id of the entity with this identity, inserting it if new; ``tokens`` (its name's
+    blocking keys) are added to the index."""
     ins = insert_for(dialect, entities).values(
         id=new_id(),
         workspace_id=workspace_id,
@@ -142,10 +131,10 @@ def upsert_entity(
         set_={"last_seen_at": now},
     ).returning(entities.c.id)
     entity_id = str(conn.execute(ins).scalar_one())
-    tokens = name_tokens(key)
-    if tokens:
+    wanted = sorted({t[:_MAX_TOKEN] for t in tokens if t})[:_MAX_TOKENS]
+    if wanted:
         link = insert_for(dialect, entity_tokens).values(
-            [{"entity_id": entity_id, "token": t, "workspace_id": workspace_id} for t in tokens]
+            [{"entity_id": entity_id, "token": t, "workspace_id": workspace_id} for t in wanted]
         )
         conn.execute(link.on_conflict_do_nothing())
     return entity_id
@@ -369,11 +358,12 @@ class SqlEntityRepository:
         return out
 
     def similar(
-        self, workspace_id: str, normalised_key: str, *, limit: int = 50
+        self, workspace_id: str, tokens: Iterable[str], *, limit: int = 50
     ) -> builtins.list[Entity]:
-        """Entities sharing an index token with ``normalised_key`` (alias candidates)."""
-        tokens = sorted(name_tokens(normalised_key))
-        if not tokens:
+        """Entities sharing a blocking key with ``tokens`` (alias candidates), most observed
+        first."""
+        wanted = sorted({t[:_MAX_TOKEN] for t in tokens if t})[:_MAX_TOKENS]
+        if not wanted:
             ws_filter(entities, workspace_id)
             return []
         q = (
@@ -382,10 +372,9 @@ class SqlEntityRepository:
                 ws_filter(entities, workspace_id),
                 entities.c.id.in_(
                     sa.select(entity_tokens.c.entity_id).where(
-                        ws_filter(entity_tokens, workspace_id), entity_tokens.c.token.in_(tokens)
+                        ws_filter(entity_tokens, workspace_id), entity_tokens.c.token.in_(wanted)
                     )
                 ),
-                entities.c.normalised_key != normalised_key,
             )
             .order_by(entities.c.observation_count.desc(), entities.c.id)
             .limit(max(1, min(limit, _MAX_PAGE)))
