@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Sequence
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -52,7 +53,7 @@ class TableExtractor:
                         quotation.casefold(),
                         Extractor.DETERMINISTIC,
                         "table-1",
-                    )  # fmt: skip
+                    )
                 )
         return Extraction(tuple(mentions))
 
@@ -70,10 +71,14 @@ def test_exact_span_typed_scores_overall_and_per_type(tmp_path: Path) -> None:
     dataset = _write(
         tmp_path / "d.jsonl",
         [
-            {"id": "a", "text": TEXT_A, "entities": [[0, 12, "PER"], [17, 24, "ORG"], [28, 41, "LOC"]]},
+            {
+                "id": "a",
+                "text": TEXT_A,
+                "entities": [[0, 12, "PER"], [17, 24, "ORG"], [28, 41, "LOC"]],
+            },
             {"id": "b", "text": TEXT_B, "entities": [[13, 17, "LOC"]]},
         ],
-    )  # fmt: skip
+    )
     extractor = TableExtractor(
         {
             TEXT_A: [
@@ -154,7 +159,7 @@ def test_the_dev_set_is_well_formed_and_varied() -> None:
             # An annotation never cuts a word.
             assert start == 0 or not doc.text[start - 1].isalnum(), (doc.id, quoted)
             assert end == len(doc.text) or not doc.text[end].isalnum(), (doc.id, quoted)
-        for (_, end, _), (start, _, _) in zip(spans, spans[1:], strict=False):
+        for (_, end, _), (start, _, _) in pairwise(spans):
             assert end <= start, doc.id  # no overlaps
     labels = Counter(label for d in docs for _, _, label in d.entities)
     assert min(labels.values()) >= 80
@@ -171,10 +176,10 @@ def test_throughput_over_a_beir_corpus(tmp_path: Path) -> None:
     corpus = _write(
         tmp_path / "corpus.jsonl",
         [
-            {"_id": "1", "title": "IL-6 in frailty", "text": "Serum IL-6 was measured in Rotterdam."},
+            {"_id": "1", "title": "IL-6 in frailty", "text": "Serum IL-6 rose in Rotterdam."},
             {"_id": "2", "title": "", "text": "BRCA1 variants in Norway."},
         ],
-    )  # fmt: skip
+    )
     result = run_throughput_bench(corpus, extractor=DeterministicExtractor())
     assert result["throughput"]["documents"] == 2
     assert result["mentions"]["term"] >= 3
