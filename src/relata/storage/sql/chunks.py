@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from relata.domain.clock import SystemClock
-from relata.domain.errors import NotFound
+from relata.domain.errors import DuplicateKey, NotFound
 from relata.domain.models import Chunk
 from relata.domain.ports import ChunkToEmbed, Clock
 from relata.storage.sql.base import ws_filter
@@ -176,6 +176,8 @@ def replace_chunks(
     conn.execute(
         chunks.delete().where(ws_filter(chunks, workspace_id), chunks.c.item_id == item_id)
     )
+    if len({c.id for c in new}) != len(new) or len({c.sequence for c in new}) != len(new):
+        raise DuplicateKey("two chunks of one generation share an id or a sequence")
     if new:
         conn.execute(
             chunks.insert(),
@@ -208,7 +210,15 @@ def stamp_embedding_model(
     *,
     item_id: str | None = None,
 ) -> int:
-    """Stamp the chunks (of ``item_id``, when given) with ``model``; how many were stamped."""
+    """Stamp the chunks (of ``item_id``, when given: ``NotFound`` when it is gone) with
+    ``model``; how many were stamped."""
+    ws_filter(chunks, workspace_id)
+    if item_id is not None:
+        live_item = conn.execute(
+            sa.select(items.c.id).where(live(workspace_id), items.c.id == item_id)
+        ).first()
+        if live_item is None:
+            raise NotFound("item not found")
     ids = list(chunk_ids)
     stamped = 0
     for i in range(0, len(ids), _ID_BATCH):

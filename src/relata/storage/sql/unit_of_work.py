@@ -18,7 +18,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from relata.domain.errors import LeaseLost, MissingWorkspace
+from relata.domain.errors import DuplicateKey, LeaseLost, MissingWorkspace
 from relata.domain.models import (
     Chunk,
     ItemStatus,
@@ -116,7 +116,15 @@ class SqlStageTransaction:
             .order_by(jobs.c.created_at.desc())
             .limit(1)
         ).first()
-        return job_from_row(row) if row is not None else job
+        if row is None:
+            return job
+        existing = job_from_row(row)
+        if existing.workspace_id != self._ws:
+            raise DuplicateKey(
+                "idempotency key is in use by another workspace",
+                constraint="uq_jobs_pending_idempotency_key",
+            )
+        return existing
 
     def complete_job(self, job_id: str, owner: str, now: datetime) -> None:
         n = self._conn.execute(_COMPLETE, {"job_id": job_id, "owner": owner, "now": now}).rowcount
