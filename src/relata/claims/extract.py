@@ -2,13 +2,14 @@
 
 For one item: its text is split into sentences (``sentences``); a sentence that names at
 least one subject (an entity mention the entities stage found, given here as
-``SubjectMention``s with item offsets) and reads as a statement (it ends with ``.``, ``!``
-or ``?``, or names an event) becomes one claim:
+``SubjectMention``s with item offsets) and reads as a statement becomes one claim:
 
 * **subject**: the mention that is the grammatical subject of the sentence's predicate when
   the text shows it (the nearest mention before the event or head verb, skipping a mention
   inside an appositive: in "the Sabrewing Array, its project in the Halloran Sound, has
   entered ..." the subject is the Array), else the first mention of the sentence;
+* a statement ends with ``.``, ``!`` or ``?``, names an event, or is an unpunctuated line
+  in sentence case of five words or more (not a heading or a title);
 * **quotation**: the exact sentence, ``text[start:end] == quotation``;
 * **statement**: the quotation with its white space collapsed;
 * **nature** (``ClaimNature``): opinion when hedged or attributed ("may", "suggests",
@@ -195,6 +196,13 @@ def _subject(
     return first, facets, attached
 
 
+def _reads_as_sentence(statement: str) -> bool:
+    """An unpunctuated line that is still a sentence, not a heading or a title: at least
+    five words, most of them lower case (a title capitalises its words)."""
+    words = [w for w in statement.split() if w[0].isalpha()]
+    return len(words) >= 5 and sum(w[0].islower() for w in words) * 2 > len(words)
+
+
 def _chunk_of(start: int, end: int, chunks: Sequence[ChunkSpan]) -> str | None:
     containing = [c for c in chunks if c.base_offset <= start < c.base_offset + len(c.text)]
     whole = [c for c in containing if end <= c.base_offset + len(c.text)]
@@ -281,7 +289,7 @@ def claim_from_sentence(
     if facets is None:
         facets = extract_facets(sentence.text)
     is_event = facets.predicate is not None and facets.predicate.event
-    if not (_STATEMENT_END.search(sentence.text) or is_event):
+    if not (_STATEMENT_END.search(sentence.text) or is_event or _reads_as_sentence(statement)):
         return None
     comparable = bool(facets.dates or facets.quantities or is_event)
     confidence = min(0.9, 0.4 + (0.3 if attached else 0.0) + (0.2 if comparable else 0.0))

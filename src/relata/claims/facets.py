@@ -38,7 +38,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Final
 
-from relata.claims.words import STOP_WORDS, stem, terms_of, tokens, word_set
+from relata.claims.words import STOP_WORDS, is_content, stem, terms_of, tokens, word_set
 
 FACETS_VERSION: Final = "1"
 
@@ -467,69 +467,84 @@ class Direction(enum.IntEnum):
     INCREASE = 1
 
 
-_NEGATORS: Final = word_set(
-    "not no never none neither nor cannot without nothing nobody lack lacks lacked lacking absent"
-)
-#: Negators that need the next word: "failed to", "unable to", "absence of".
+#: Words that negate the predicate of their clause. A negation inside a noun phrase ("lack
+#: of X", "mice lacking X", "without surgery", "absence of X") names a condition, not a
+#: denial, and is not one.
+_NEGATORS: Final = word_set("not no never none neither nor cannot nothing nobody lack lacks")
+#: Negators that need the next word: "failed to", "unable to".
 _NEGATING_PAIRS: Final[dict[str, str]] = {
     "failed": "to",
     "fail": "to",
     "fails": "to",
     "unable": "to",
     "insufficient": "to",
-    "absence": "of",
 }
 _CUE_WORDS: Final = _NEGATORS | _NEGATING_PAIRS.keys()
-#: "not only", "no doubt", "no longer than", ...: not a negation of what follows.
-_NOT_NEGATING: Final[dict[str, frozenset[str]]] = {
-    "not": frozenset({"only"}),
-    "no": frozenset({"doubt", "sooner", "less", "more", "later"}),
+#: "not only", "no doubt", "lack of": not a negation of what follows.
+_NOT_NEGATING_AFTER: Final[dict[str, frozenset[str]]] = {
+    "not": frozenset({"only", "just", "merely", "solely", "necessarily", "all"}),
+    "no": frozenset({"doubt", "sooner", "less", "more", "later", "longer"}),
+    "lack": frozenset({"of"}),
 }
+#: "but not in X", "whether or not": a contrast with another case, not a denial of the
+#: claim's predicate.
+_NOT_NEGATING_BEFORE: Final = word_set("but or if whether and than")
 
 _INCREASE_STEMS: Final = frozenset(
     stem(w)
     for w in word_set("""
-    increase increases increased increasing increment rise rises rose risen rising raise
-    raises raised elevate elevates elevated elevation higher high highest greater more
-    enhance enhances enhanced enhancement promote promotes promoted upregulate upregulates
-    upregulated up-regulate up-regulates up-regulated upregulation up-regulation boost
-    boosts boosted augment augments augmented accelerate accelerates accelerated
-    stimulate stimulates stimulated amplify amplified grow grows grew growth gain gains
-    gained exacerbate exacerbates exacerbated worsen worsens worsened positively larger
-    longer faster stronger expand expands expanded induces induced
+    increase increases increased increasing rise rises rose risen rising raise raises raised
+    elevate elevates elevated higher greater more enhance enhances enhanced enhancement
+    promote promotes promoted upregulate upregulates upregulated up-regulate up-regulates
+    up-regulated upregulation up-regulation boost boosts boosted augment augments augmented
+    accelerate accelerates accelerated stimulate stimulates stimulated amplify amplified
+    exacerbate exacerbates exacerbated worsen worsens worsened positively larger longer
+    faster stronger expand expands expanded induce induces induced activate activates
+    activated
     """)
 )
 _DECREASE_STEMS: Final = frozenset(
     stem(w)
     for w in word_set("""
     decrease decreases decreased decreasing decline declines declined declining reduce
-    reduces reduced reducing reduction lower lowers lowered lowest low less least fewer
-    inhibit inhibits inhibited inhibition suppress suppresses suppressed suppression
-    downregulate downregulates downregulated down-regulate down-regulates
-    down-regulated downregulation down-regulation attenuate attenuates attenuated
-    diminish diminishes diminished impair impairs impaired drop drops dropped fall falls
-    fell fallen slow slows slowed block blocks blocked prevent prevents prevented
-    negatively smaller shorter weaker loss lose loses lost deplete depleted depletion
+    reduces reduced reducing reduction lower lowers lowered less fewer inhibit inhibits
+    inhibited inhibition suppress suppresses suppressed suppression downregulate
+    downregulates downregulated down-regulate down-regulates down-regulated downregulation
+    down-regulation attenuate attenuates attenuated diminish diminishes diminished impair
+    impairs impaired drop drops dropped fall falls fell fallen slow slows slowed prevent
+    prevents prevented negatively smaller shorter weaker deplete depleted depletion
     abolish abolished shrink shrank alleviate alleviates alleviated
     """)
 )
-# "high" and "low" as adjectives of a risk or level are directions; "more" and "less" only
-# as comparatives ("more likely", "less effective"), which is what they nearly always are.
+# Bare "high", "low", "loss", "growth", "positive" are left out: they describe a group or a
+# thing ("a high tax rate", "weight loss") far more often than they state a change.
 #: "more than 5", "less than 10%": a bound on a number (a quantity facet), not a direction.
 _BOUND_OF_NUMBER: Final = re.compile(r"\s+than\s+(?:[$€£~]\s*)?(?:\d|a\s|an\s|one\b|two\b)")
 _CLAUSE_BREAK: Final = re.compile(r"[;:,()]|\b(?:but|whereas|while|although|though)\b")
+#: How many content words make a cue's target.
+TARGET_TERMS: Final = 3
 
 
 @dataclass(frozen=True, slots=True)
 class Cue:
     """A negation or direction word in a sentence, with the content terms of its scope
-    (what follows it, up to the end of its clause)."""
+    (what follows it, up to the end of its clause) and its target: what it negates or
+    changes, at most ``TARGET_TERMS`` content words. The target is what follows the cue
+    ("reduces *the risk of stroke*", "*no* association"), or, after a copula, the words
+    before it ("*tau phosphorylation* was reduced"). ``negated`` marks a direction cue
+    that a negation before it in its clause denies ("did not increase")."""
 
     start: int
     end: int
     text: str
     sign: int
     scope: frozenset[str]
+    target: tuple[str, ...] = ()
+    negated: bool = False
+
+
+_COPULAS: Final = word_set("is are was were be been being become became remains remained")
+_ADVERB_SKIP: Final = word_set("significantly markedly slightly strongly substantially also not")
 
 
 class _Words:
@@ -542,11 +557,39 @@ class _Words:
         self.lower = frozenset(self.lowered)
         self.breaks = [m.start() for m in _CLAUSE_BREAK.finditer(sentence)]
 
-    def scope(self, end: int) -> frozenset[str]:
-        """Content terms after ``end`` up to the end of its clause."""
-        at = bisect.bisect_left(self.breaks, end)
-        stop = self.breaks[at] if at < len(self.breaks) else len(self.sentence)
-        return terms_of(w for s, e, w in self.words if end <= s and e <= stop)
+    def clause(self, at: int) -> tuple[int, int]:
+        """The clause around offset ``at``: between the clause breaks either side."""
+        i = bisect.bisect_right(self.breaks, at)
+        start = self.breaks[i - 1] if i else 0
+        end = self.breaks[i] if i < len(self.breaks) else len(self.sentence)
+        return start, end
+
+    def cue(self, index: int, end: int, sign: int, negated: bool = False) -> Cue:
+        """A cue over the words from ``index`` to offset ``end``, with its scope and target."""
+        start = self.words[index][0]
+        clause_start, clause_end = self.clause(start)
+        after = [
+            stem(w)
+            for s, e, w in self.words[index:]
+            if end <= s and e <= clause_end and is_content(w)
+        ]
+        target = tuple(dict.fromkeys(after))[:TARGET_TERMS]
+        previous = self._previous(index)
+        if previous in _COPULAS:
+            before = [
+                stem(w)
+                for s, _, w in self.words[:index]
+                if s >= clause_start and is_content(w) and w.lower() not in _ADVERB_SKIP
+            ]
+            target = tuple(dict.fromkeys(reversed(before)))[:TARGET_TERMS]
+        return Cue(start, end, self.sentence[start:end], sign, frozenset(after), target, negated)
+
+    def _previous(self, index: int) -> str:
+        """The word before ``index``, skipping adverbs ("was significantly reduced")."""
+        i = index - 1
+        while i >= 0 and (self.lowered[i] in _ADVERB_SKIP or self.lowered[i].endswith("ly")):
+            i -= 1
+        return self.lowered[i] if i >= 0 else ""
 
 
 def _negations(words: _Words) -> list[Cue]:
@@ -554,27 +597,32 @@ def _negations(words: _Words) -> list[Cue]:
     ws, lowered = words.words, words.lowered
     if not (words.lower & _CUE_WORDS) and "n't" not in words.sentence:
         return cues
-    for index, (start, end, _) in enumerate(ws):
+    for index, (_, end, _) in enumerate(ws):
         lower = lowered[index]
         following = lowered[index + 1] if index + 1 < len(ws) else ""
+        previous = lowered[index - 1] if index else ""
         if lower in _NEGATORS or lower.endswith("n't"):
-            if following in _NOT_NEGATING.get(lower, frozenset()):
+            if following in _NOT_NEGATING_AFTER.get(lower, frozenset()):
+                continue
+            if previous in _NOT_NEGATING_BEFORE and lower in ("not", "no"):
                 continue
         elif _NEGATING_PAIRS.get(lower) == following and following:
             end = ws[index + 1][1]
         else:
             continue
-        cues.append(Cue(start, end, words.sentence[start:end], -1, words.scope(end)))
+        cues.append(words.cue(index, end, -1))
     return cues
 
 
-def _directions(words: _Words) -> list[Cue]:
+def _directions(words: _Words, negations: list[Cue]) -> list[Cue]:
     cues: list[Cue] = []
-    for start, end, word in words.words:
+    for index, (start, end, word) in enumerate(words.words):
         s = stem(word)
         sign = 1 if s in _INCREASE_STEMS else -1 if s in _DECREASE_STEMS else 0
         if sign and not _BOUND_OF_NUMBER.match(words.sentence, end):
-            cues.append(Cue(start, end, word, sign, words.scope(end)))
+            clause_start, _ = words.clause(start)
+            negated = any(clause_start <= n.start and n.end <= start for n in negations)
+            cues.append(words.cue(index, end, sign, negated))
     return cues
 
 
@@ -666,6 +714,57 @@ def _head_verb(sentence: str, after: int) -> Predicate | None:
     return None
 
 
+# ----------------------------------------------------------------------------- assertion
+
+#: Section labels of structured abstracts and reports whose sentences describe an aim or a
+#: method; a finding, conclusion or background sentence is an assertion.
+_NON_ASSERTIVE_LABELS: Final = (
+    "OBJECTIVE",
+    "OBJECTIVES",
+    "AIM",
+    "AIMS",
+    "PURPOSE",
+    "METHODS",
+    "METHOD",
+    "DESIGN",
+    "SETTING",
+    "PARTICIPANTS",
+    "PATIENTS",
+    "INTERVENTION",
+    "INTERVENTIONS",
+    "MEASUREMENTS",
+    "MAIN OUTCOME MEASURES",
+    "MAIN OUTCOMES AND MEASURES",
+    "STUDY DESIGN",
+    "DESIGN, SETTING, AND PARTICIPANTS",
+)
+_LABEL: Final = re.compile(r"^\s*(?P<label>[A-Z][A-Z ,&/]{2,40}[A-Z])(?:\s*[:.-])?\s+(?=[A-Z])")
+_AIM: Final = re.compile(
+    r"^(?:to\s+(?:determine|evaluate|assess|examine|investigate|compare|test|measure|"
+    r"identify|explore|estimate|describe|analy[sz]e|study|characteri[sz]e|establish|review|"
+    r"quantify|clarify|address)\b"
+    r"|(?:we|this\s+study|this\s+trial|this\s+review|the\s+study|the\s+present\s+study)\s+"
+    r"(?:\w+\s+)?(?:examined|investigated|evaluated|assessed|aimed|sought|studied|compared|"
+    r"analy[sz]ed|tested|hypothesi[sz]ed|asked|explored|measured|reviewed|conducted|performed|"
+    r"designed|used|describe|report|present)\b"
+    r"|the\s+(?:aim|objective|purpose|goal)s?\s+of\b|here,?\s+we\s+(?:ask|test|examine)\b)",
+    re.IGNORECASE,
+)
+
+
+def is_assertive(sentence: str) -> bool:
+    """Whether a sentence asserts something (not a question, an aim or a method)."""
+    text = sentence.strip()
+    if text.endswith("?"):
+        return False
+    label = _LABEL.match(text)
+    if label is not None:
+        if label.group("label").strip(" ,") in _NON_ASSERTIVE_LABELS:
+            return False
+        text = text[label.end() :]
+    return _AIM.match(text) is None
+
+
 # ---------------------------------------------------------------------------------- facets
 
 
@@ -686,6 +785,9 @@ class Facets:
     terms: frozenset[str]
     #: The sentence's words, lower case.
     words: frozenset[str] = frozenset()
+    #: False for a question, an aim or a method ("To determine whether ...", "We examined
+    #: ...", "OBJECTIVE ..."): such a sentence asserts nothing to contradict.
+    assertive: bool = True
 
     @property
     def polarity(self) -> Polarity:
@@ -711,15 +813,17 @@ def extract_facets(sentence: str, *, subject_end: int | None = None) -> Facets:
     predicate = event_predicate(sentence, words.lower)
     if predicate is None and subject_end is not None:
         predicate = _head_verb(sentence, subject_end)
+    negations = _negations(words)
     numeric = _DIGIT.search(sentence) is not None or bool(words.lower & _NUMBER_WORDS.keys())
     return Facets(
         dates=tuple(dates),
         quantities=tuple(_quantities(sentence, dates)) if numeric else (),
-        negations=tuple(_negations(words)),
-        directions=tuple(_directions(words)),
+        negations=tuple(negations),
+        directions=tuple(_directions(words, negations)),
         predicate=predicate,
         terms=terms_of(w for _, _, w in words.words),
         words=words.lower,
+        assertive=is_assertive(sentence),
     )
 
 

@@ -56,6 +56,8 @@ def stem(word: str) -> str:
         ("ies", "y"),
         ("ied", "y"),
         ("ingly", ""),
+        ("ments", ""),
+        ("ment", ""),
         ("edly", ""),
         ("ing", ""),
         ("ed", ""),
