@@ -257,6 +257,7 @@ def build(
         vectors,
         embedder,
         FusionConfig.from_settings(settings),
+        entities=repos.entities,
     )
     return Container(
         settings=settings,

@@ -58,6 +58,8 @@ class LegHit:
     similarity: float | None = None
     matched_terms: tuple[str, ...] = ()
     chunk_ids: tuple[str, ...] = ()
+    #: Why the leg found it, in words ("mentions Kestrel Marine Systems (organisation)").
+    reasons: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +104,7 @@ class LegContribution:
     similarity: float | None = None
     matched_terms: tuple[str, ...] = ()
     chunk_ids: tuple[str, ...] = ()
+    reasons: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +187,7 @@ def fuse(
                     similarity=hit.similarity,
                     matched_terms=hit.matched_terms,
                     chunk_ids=hit.chunk_ids,
+                    reasons=hit.reasons,
                 )
             )
 
@@ -201,7 +205,8 @@ def fuse(
             legs=tuple(contributions),
             matched_terms=tuple(terms),
             similarity=max(similarities) if similarities else None,
-            notes=_notes({c.leg for c in contributions if c.contribution > 0}, present),
+            notes=_notes({c.leg for c in contributions if c.contribution > 0}, present)
+            + tuple(dict.fromkeys(r for c in contributions for r in c.reasons)),
         )
         key = (
             -_tie_level(score),

@@ -21,6 +21,7 @@ class LegOut(BaseModel):
     score: float | None = None
     similarity: float | None = None
     matched_terms: list[str] = []
+    reasons: list[str] = []
 
 
 class ExplanationOut(BaseModel):
@@ -122,6 +123,7 @@ def to_out(resp: SearchResponse) -> SearchOut:
                             score=c.score,
                             similarity=c.similarity,
                             matched_terms=list(c.matched_terms),
+                            reasons=list(c.reasons),
                         )
                         for c in r.explanation.legs
                     ],

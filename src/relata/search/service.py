@@ -12,6 +12,7 @@ per item), ``entity`` and ``relationship`` (wired by their own issues; reported 
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -21,9 +22,10 @@ from typing import Protocol
 
 from relata.domain.cancel import Cancel
 from relata.domain.errors import Unavailable, ValidationError
-from relata.domain.models import Chunk, Item, SourceType
-from relata.domain.ports import Embedder, TextSearch, VectorStore
+from relata.domain.models import Chunk, Entity, Item, SourceType
+from relata.domain.ports import Embedder, EntityRepository, TextSearch, VectorStore
 from relata.domain.vocabulary import SearchLeg
+from relata.entities.normalise import normalise_name
 from relata.ranking.aggregate import ChunkHit, best_chunk_per_item
 from relata.ranking.fusion import (
     LEGS,
@@ -42,11 +44,27 @@ EXCERPT_CHARS = 320
 MAX_EXCERPTS = 2
 # Legs that are not built yet: the response says so instead of pretending they found nothing.
 UNBUILT_LEGS = {
-    SearchLeg.ENTITY: "entity matching is not available yet",
     SearchLeg.RELATIONSHIP: "relationship expansion is not available yet",
 }
+#: Query word n-grams matched to entity keys: up to this many words, of this many first words.
+MAX_NGRAM_WORDS = 5
+MAX_QUERY_WORDS = 24
+_WORD = re.compile(r"[\w][\w'’.&-]*")
 #: A leg whose provider did not answer: the others still run, and a note says so.
 UNAVAILABLE = "unavailable"
+
+
+def query_keys(text: str) -> set[str]:
+    """The normalised keys of the query's word n-grams (1 to ``MAX_NGRAM_WORDS`` words of
+    its first ``MAX_QUERY_WORDS``): what the entity leg looks up."""
+    words = _WORD.findall(text)[:MAX_QUERY_WORDS]
+    keys: set[str] = set()
+    for size in range(1, MAX_NGRAM_WORDS + 1):
+        for start in range(0, len(words) - size + 1):
+            key = normalise_name(" ".join(words[start : start + size]))
+            if key:
+                keys.add(key)
+    return keys
 
 
 class ItemReader(Protocol):
@@ -150,7 +168,9 @@ class SearchService:
         fusion: FusionConfig,
         *,
         candidates: int = 100,
+        entities: EntityRepository | None = None,
     ) -> None:
+        self._entities = entities
         self._items = items
         self._chunks = chunks
         self._text = text
@@ -196,6 +216,9 @@ class SearchService:
             else:
                 leg_state[leg] = "ran"
 
+        if leg_state[SearchLeg.ENTITY] == "ran" and self._entities is None:
+            leg_state[SearchLeg.ENTITY] = "absent"
+            hits[SearchLeg.ENTITY] = None
         if leg_state[SearchLeg.VECTOR] == "ran" and self._embedder is None:
             leg_state[SearchLeg.VECTOR] = "absent"
             hits[SearchLeg.VECTOR] = None
@@ -211,6 +234,7 @@ class SearchService:
                 workspace_id, query, n, highlights, timings
             ),
             SearchLeg.VECTOR: lambda: self._vector_leg(workspace_id, query, n, cancel, timings),
+            SearchLeg.ENTITY: lambda: self._entity_leg(workspace_id, query, n, timings),
         }
         futures = {
             leg: self._pool.submit(run) for leg, run in runners.items() if leg_state[leg] == "ran"
@@ -338,6 +362,57 @@ class SearchService:
         return best_chunk_per_item(
             [ChunkHit(v.chunk_id, v.item_id, similarity=v.score) for v in found]
         )
+
+    def _entity_leg(
+        self, workspace_id: str, query: SearchQuery, n: int, timings: dict[str, float]
+    ) -> list[LegHit]:
+        """Items naming an entity the query names (word n-grams matched to normalised keys,
+        and the confirmed aliases of what matched), ranked by how often they name them."""
+        assert self._entities is not None  # the caller marks the leg absent otherwise
+        t0 = time.perf_counter()
+        matched = self._entities.find_by_keys(workspace_id, sorted(query_keys(query.text)))
+        if not matched:
+            timings[SearchLeg.ENTITY] = _ms(t0)
+            return []
+        by_id = {e.id: e for e in matched}
+        via: dict[str, Entity] = {}  # alias entity id -> the matched entity it aliases
+        for entity_id, others in self._entities.confirmed_alias_ids(
+            workspace_id, list(by_id)
+        ).items():
+            if entity_id in by_id:
+                for other in others:
+                    if other not in by_id:
+                        via.setdefault(other, by_id[entity_id])
+        aliased = {e.id: e for e in self._entities.get_many(workspace_id, list(via))}
+        mentions = self._entities.mentions_by_item(workspace_id, [*by_id, *aliased], limit=4 * n)
+        totals: dict[str, int] = {}
+        reasons: dict[str, list[str]] = {}
+        for item_id, entity_id, count in mentions:
+            totals[item_id] = totals.get(item_id, 0) + count
+            entity = by_id.get(entity_id) or aliased.get(entity_id)
+            if entity is None:
+                continue
+            reason = f"mentions {entity.name} ({entity.entity_type.value})"
+            if entity_id in aliased:
+                reason += f", a confirmed alias of {via[entity_id].name}"
+            reasons.setdefault(item_id, []).append(reason)
+        ranked = sorted(totals, key=lambda i: (-totals[i], i))[:n]
+        timings[SearchLeg.ENTITY] = _ms(t0)
+        return [
+            LegHit(
+                id=item_id,
+                score=float(totals[item_id]),
+                matched_terms=tuple(
+                    dict.fromkeys(
+                        (by_id.get(e) or aliased[e]).name
+                        for i, e, _ in mentions
+                        if i == item_id and (e in by_id or e in aliased)
+                    )
+                ),
+                reasons=tuple(reasons.get(item_id, ())),
+            )
+            for item_id in ranked
+        ]
 
     def _excerpts(
         self,
