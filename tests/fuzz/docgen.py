@@ -108,3 +108,48 @@ def replace_entry(docx_bytes: bytes, name: str, data: bytes) -> bytes:
     entries = {n: source.read(n) for n in source.namelist() if n != name}
     entries[name] = data
     return make_zip(entries)
+
+
+_W_NS = b"http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+
+
+def make_hollow_docx(
+    xml_bytes: int, *, runs_in_one_paragraph: bool = False, seed: int = 0
+) -> bytes:
+    """A DOCX whose ``word/document.xml`` is about ``xml_bytes`` of near-empty elements.
+
+    The shape that held a worker for minutes: ``<w:p w:rsidR="…"/>`` paragraphs (or, with
+    ``runs_in_one_paragraph``, ``<w:r w:rsidR="…"/>`` runs of a single paragraph), each with
+    a random revision id so the entry compresses only ~5:1 and passes every zip ratio bound,
+    ending with one paragraph of text. Built with numpy, so 100+ MB takes about a second.
+    """
+    import numpy as np
+
+    tag = b"r" if runs_in_one_paragraph else b"p"
+    template = b"<w:" + tag + b' w:rsidR="00000000"/>'
+    hex_at = template.index(b'"') + 1
+    count = max(1, xml_bytes // len(template))
+    units = np.frombuffer(template * count, dtype=np.uint8).reshape(count, len(template)).copy()
+    digits = np.frombuffer(b"0123456789ABCDEF", dtype=np.uint8)
+    rng = np.random.default_rng(seed)
+    units[:, hex_at : hex_at + 8] = digits[rng.integers(0, 16, size=(count, 8), dtype=np.uint8)]
+    body = units.tobytes()
+    if runs_in_one_paragraph:
+        body = b"<w:p>" + body + b"</w:p>"
+    xml = b"".join(
+        (
+            b'<?xml version="1.0" encoding="UTF-8"?><w:document xmlns:w="',
+            _W_NS,
+            b'"><w:body>',
+            body,
+            b"<w:p><w:r><w:t>The only text.</w:t></w:r></w:p></w:body></w:document>",
+        )
+    )
+    source = zipfile.ZipFile(io.BytesIO(make_docx([("p", "placeholder")])))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
+        for name in source.namelist():
+            if name != "word/document.xml":
+                archive.writestr(name, source.read(name))
+        archive.writestr("word/document.xml", xml)
+    return out.getvalue()

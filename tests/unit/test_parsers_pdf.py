@@ -44,7 +44,9 @@ def test_a_pdf_with_thousands_of_pages_is_rejected_before_extraction() -> None:
     data = make_pdf([[]] * 3000)
     with pytest.raises(ValidationError) as info:
         parse(data, SourceType.PDF)  # default limit: 1000 pages
-    assert info.value.message == "the PDF has 3000 pages; the limit is 1000"
+    assert info.value.message == (
+        "the PDF has 3000 pages; the limit is 1000 (RELATA_PARSE_MAX_PDF_PAGES)"
+    )
     assert info.value.code == "content_too_large"
 
 

@@ -7,6 +7,14 @@ entity resolution, DTD loading and network access off; any document that declare
 rejected outright (WordprocessingML never needs one). Body-level elements are processed and
 freed one at a time, so memory stays proportional to the largest paragraph or table.
 
+Work is bounded by what the document holds, not only by the parse deadline: a 20 MB package
+can hold 127 MB of near-empty paragraphs that pass every size and ratio bound of the zip yet
+take minutes to read. So ``word/document.xml`` must declare at most ``max_docx_xml_bytes``
+(checked from the zip directory, also at upload by ``sniff``), and while streaming the
+paragraphs (``max_docx_paragraphs``, empty ones included), all XML elements
+(``max_xml_elements``) and the elements of the one body-level element being read
+(``max_block_elements``) are counted; the first bound crossed refuses the document, naming it.
+
 Structure: paragraphs whose style (resolved through ``word/styles.xml`` and ``basedOn``) is
 "heading N", or that carry an outline level, open sections; the "Title" style is the
 document title (level 0). Tables become ``cell | cell`` lines. Core properties
@@ -32,9 +40,11 @@ from relata.parsing.model import (
     ParseLimits,
     clean_text,
     path_label,
+    too_big,
     unparseable,
 )
 
+DOCUMENT_PART = "word/document.xml"
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 _MC_FALLBACK = "{http://schemas.openxmlformats.org/markup-compatibility/2006}Fallback"
 _BODY, _P, _TBL, _TR, _TC = f"{_W}body", f"{_W}p", f"{_W}tbl", f"{_W}tr", f"{_W}tc"
@@ -152,17 +162,24 @@ def _paragraph_level(p: Any, styles: _Styles) -> int | None:
 
 
 def _text(element: Any) -> str:
-    for fallback in list(element.iter(_MC_FALLBACK)):  # the same content, twice
+    # One unfiltered pass: lxml's tag-filtered iter() costs more to set up than a small
+    # paragraph takes to walk, and documents hold many small (often empty) paragraphs.
+    parts: list[str] = []
+    fallbacks: list[Any] = []
+    for el in element.iter():
+        tag = el.tag
+        if tag == _MC_FALLBACK:
+            fallbacks.append(el)
+        elif tag in _TEXT_TAGS and el is not element:
+            fixed = _TEXT_TAGS[tag]
+            parts.append((el.text or "") if fixed is None else fixed)
+    if not fallbacks:
+        return "".join(parts)
+    for fallback in fallbacks:  # the same content, twice: read it once
         parent = fallback.getparent()
         if parent is not None:
             parent.remove(fallback)
-    parts: list[str] = []
-    for el in element.iter(*_TEXT_TAGS):
-        if el is element:
-            continue
-        fixed = _TEXT_TAGS[el.tag]
-        parts.append((el.text or "") if fixed is None else fixed)
-    return "".join(parts)
+    return _text(element)
 
 
 def _table_text(tbl: Any) -> str:
@@ -212,13 +229,57 @@ class _BodyReader:
         self.builder.add(text, kind=kind, heading_path=self.path, level=level, clean=False)
 
 
-def _read_body(stream: IO[bytes], reader: _BodyReader, deadline: Deadline) -> None:
+def check_docx(archive: zipfile.ZipFile, limits: ParseLimits) -> None:
+    """Refuse, from the zip directory alone, a body too large to read in bounded work."""
+    try:
+        size = archive.getinfo(DOCUMENT_PART).file_size
+    except KeyError:
+        return
+    if size > limits.max_docx_xml_bytes:
+        raise too_big(
+            f"the DOCX body ({DOCUMENT_PART}) is {size} bytes uncompressed; the limit is "
+            f"{limits.max_docx_xml_bytes} bytes"
+        )
+
+
+def _over(limits: ParseLimits, paragraphs: int, elements: int, pending: int) -> None:
+    """Raise for the first body bound crossed (see the module docstring)."""
+    if paragraphs > limits.max_docx_paragraphs:
+        raise too_big(
+            f"the DOCX has more than {limits.max_docx_paragraphs} paragraphs "
+            "(empty ones included), the limit"
+        )
+    if elements > limits.max_xml_elements:
+        raise too_big(
+            f"the DOCX body has more than {limits.max_xml_elements} XML elements, the limit"
+        )
+    if pending > limits.max_block_elements:
+        raise too_big(
+            f"a single paragraph or table of the DOCX has more than "
+            f"{limits.max_block_elements} XML elements, the limit"
+        )
+
+
+def _read_body(
+    stream: IO[bytes], reader: _BodyReader, deadline: Deadline, limits: ParseLimits
+) -> None:
     seen = 0
+    # Counted inline, per XML element: this loop runs once for every element of the body.
+    elements = paragraphs = pending = 0
+    max_paragraphs, max_elements = limits.max_docx_paragraphs, limits.max_xml_elements
+    max_pending = limits.max_block_elements
     checked_dtd = False
     for _, el in etree.iterparse(stream, events=("end",), **_XML_OPTIONS):
         if not checked_dtd:
             _reject_dtd(el)
             checked_dtd = True
+        elements += 1
+        pending += 1  # elements of the body-level element being read, all in memory
+        tag = el.tag
+        if tag == _P:
+            paragraphs += 1
+        if paragraphs > max_paragraphs or elements > max_elements or pending > max_pending:
+            _over(limits, paragraphs, elements, pending)
         parent = el.getparent()
         if parent is None or parent.tag != _BODY:
             continue
@@ -226,6 +287,7 @@ def _read_body(stream: IO[bytes], reader: _BodyReader, deadline: Deadline) -> No
         if seen % _CHECK_EVERY == 0:
             deadline.check()
         reader.element(el)
+        pending = 0
         el.clear()
         while el.getprevious() is not None:
             del parent[0]
@@ -250,14 +312,15 @@ def _core_properties(archive: zipfile.ZipFile, builder: DocumentBuilder) -> str 
 
 def _read(data: bytes, limits: ParseLimits, deadline: Deadline) -> Document:
     with open_zip(data, limits) as archive:
-        stream = open_member(archive, "word/document.xml")
+        check_docx(archive, limits)
+        stream = open_member(archive, DOCUMENT_PART)
         if stream is None:
-            raise unparseable("the DOCX has no word/document.xml")
+            raise unparseable(f"the DOCX has no {DOCUMENT_PART}")
         builder = DocumentBuilder(SourceType.DOCX, limits)
         core_title = _core_properties(archive, builder)
         reader = _BodyReader(builder, _Styles(_read_small_part(archive, "word/styles.xml")))
         with stream:
-            _read_body(stream, reader, deadline)
+            _read_body(stream, reader, deadline, limits)
     builder.title = core_title or reader.first_title
     return builder.build()
 

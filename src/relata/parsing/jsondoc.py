@@ -5,6 +5,12 @@ one block of its lines, so a chunk never starts in the middle of a record unless
 alone is longer than a chunk. Keys that are not plain identifiers are quoted
 (``meta["a.b"]``). The walk is iterative with an explicit depth bound, and the number of
 lines is bounded, so hostile nesting or fan-out cannot exhaust the stack or memory.
+
+The line count is known before anything is built: a valid JSON document flattens to exactly
+one line per leaf (scalar or empty container), and it has one more leaf than it has commas
+outside strings (a container of k values has k - 1 commas). ``check_json_lines`` counts those
+commas in linear time, so a document over ``max_json_lines`` is refused before ``json.loads``
+materialises millions of objects, and at upload already (``sniff``).
 """
 
 from __future__ import annotations
@@ -26,6 +32,9 @@ from relata.parsing.model import (
 )
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
+# A JSON string, or an unterminated one up to the end of the text: the match never fails once
+# it starts at a quote, so removing all strings is one linear pass (no rescans on bad input).
+_STRING = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"?', re.S)
 _TITLE_KEYS = ("title", "name", "headline")
 _CHECK_EVERY = 2000
 
@@ -80,6 +89,18 @@ class _Lines:
         return out
 
 
+def check_json_lines(text: str, limits: ParseLimits) -> None:
+    """Refuse JSON that would flatten to more than ``max_json_lines`` lines (see above)."""
+    limit = limits.max_json_lines
+    if text.count(",") < limit:  # commas inside strings can only add to this count
+        return
+    values = _STRING.sub("", text).count(",") + 1
+    if values > limit:
+        raise too_big(
+            f"the JSON holds {values} values, one line of text each; the limit is {limit} lines"
+        )
+
+
 def _title(root: Any) -> str | None:
     if isinstance(root, dict):
         for key in _TITLE_KEYS:
@@ -92,6 +113,7 @@ def _title(root: Any) -> str | None:
 def parse_json(data: bytes, limits: ParseLimits, deadline: Deadline) -> Document:
     decoded = decode_text(data)
     check_source_chars(decoded.text, limits)
+    check_json_lines(decoded.text, limits)
     try:
         root = json.loads(decoded.text)
     except RecursionError as exc:

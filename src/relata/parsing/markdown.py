@@ -6,6 +6,10 @@ or a higher level. Inline markup is reduced to its text (link text, image alt te
 without backticks); tables become ``cell | cell`` lines; lists become ``- item`` lines; code
 blocks keep their content. A leading YAML-style front matter block (``---`` ... ``---``) is not
 part of the text: its ``key: value`` lines become metadata, ``title`` the document title.
+
+Work is bounded by the line count (``max_markdown_lines``, checked before parsing and at
+upload by ``sniff``) as well as by the characters and the deadline, which is checked between
+segments of at most 256 KiB and every few hundred tokens.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from relata.parsing.model import (
     check_source_chars,
     clean_text,
     path_label,
+    too_big,
 )
 
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.{0,8192}?)\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.S)
@@ -54,6 +59,15 @@ def _front_matter(text: str, builder: DocumentBuilder) -> str:
         else:
             builder.set_metadata(key, value)
     return text[match.end() :]
+
+
+def check_markdown_lines(text: str, limits: ParseLimits) -> None:
+    """Refuse Markdown of more than ``max_markdown_lines`` lines (any newline convention)."""
+    lines = text.count("\n") + text.count("\r") - text.count("\r\n") + 1
+    if lines > limits.max_markdown_lines:
+        raise too_big(
+            f"the Markdown has {lines} lines; the limit is {limits.max_markdown_lines} lines"
+        )
 
 
 def inline_text(token: Token) -> str:
@@ -201,6 +215,7 @@ class _Walker:
 def parse_markdown(data: bytes, limits: ParseLimits, deadline: Deadline) -> Document:
     decoded = decode_text(data)
     check_source_chars(decoded.text, limits)
+    check_markdown_lines(decoded.text, limits)
     builder = DocumentBuilder(SourceType.MARKDOWN, limits)
     if decoded.warning:
         builder.warnings.append(decoded.warning)

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from relata.domain.errors import ValidationError
+from relata.domain.errors import TooLarge, ValidationError
 from relata.domain.models import SourceType
 
 MiB = 1024 * 1024
@@ -54,6 +54,17 @@ class ParseLimits:
     max_json_depth: int = 64
     max_json_lines: int = 200_000
     max_blocks: int = 200_000
+    #: DOCX work is bounded by what the body holds, not only by time: the uncompressed size
+    #: of ``word/document.xml`` (from the zip directory, before decompressing), every
+    #: paragraph counted (empty ones cost as much to read as full ones), every XML element,
+    #: and the elements of one body-level paragraph or table (all held in memory at once).
+    #: markdown-it spends ~40 us on every line however short, so a Markdown file of tiny
+    #: lines (a list of "- a") costs 50x what prose of the same size does: lines are bounded.
+    max_markdown_lines: int = 500_000
+    max_docx_xml_bytes: int = 64 * MiB
+    max_docx_paragraphs: int = 500_000
+    max_xml_elements: int = 2_000_000
+    max_block_elements: int = 250_000
 
     def __post_init__(self) -> None:
         for name in (
@@ -64,6 +75,11 @@ class ParseLimits:
             "max_json_depth",
             "max_json_lines",
             "max_blocks",
+            "max_markdown_lines",
+            "max_docx_xml_bytes",
+            "max_docx_paragraphs",
+            "max_xml_elements",
+            "max_block_elements",
         ):
             if getattr(self, name) < 1:
                 raise ValueError(f"ParseLimits.{name} must be at least 1")
@@ -108,6 +124,8 @@ class Document:
 
 def clean_text(text: str) -> str:
     """Normalise newlines, drop control characters and lone surrogates, trim line ends."""
+    if not text:
+        return text
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     text = text.replace("\f", "\n").replace("\v", "\n")
@@ -131,24 +149,61 @@ def path_label(heading: str) -> str:
     return one_line(heading, MAX_HEADING_PATH_CHARS)
 
 
-def too_big(message: str) -> ValidationError:
-    return ValidationError(message, field="content", code="content_too_large")
+def too_big(message: str) -> TooLarge:
+    """Content over a parse limit: at upload (sniffing) that is a 413, like an oversized body."""
+    return TooLarge(message, field="content", code="content_too_large")
 
 
 def unparseable(message: str) -> ValidationError:
     return ValidationError(message, field="content", code="unparseable_content")
 
 
+#: The most bytes one character takes in any encoding ``decode`` accepts (UTF-8, UTF-16
+#: surrogate pairs, UTF-32), so ``len(data) / 4`` is the fewest characters ``data`` decodes to.
+_MAX_BYTES_PER_CHAR = 4
+_WIDE_BOMS = (b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")
+_UTF8_BOM = b"\xef\xbb\xbf"
+_UTF8_CONTINUATION = bytes(range(0x80, 0xC0))
+
+
 def check_source_chars(text: str, limits: ParseLimits) -> None:
     """Reject a text-like source so long that its extracted text cannot fit ``max_chars``.
 
     Markup and JSON paths change the length, but never by half: twice the bound is a cheap
-    early stop before an uninterruptible library parse of an enormous input.
+    early stop before an uninterruptible library parse of an enormous input. The same rule
+    refuses such a source at upload (``sniff``) and at parse, so neither accepts what the
+    other refuses.
     """
     if len(text) > 2 * limits.max_chars:
         raise too_big(
-            f"the content has {len(text)} characters, far over the limit of "
-            f"{limits.max_chars} characters of text"
+            f"the content has {len(text)} characters, more than twice the limit of "
+            f"{limits.max_chars} characters of text (RELATA_PARSE_MAX_CHARS)"
+        )
+
+
+def fewest_chars(data: bytes) -> int:
+    """The fewest characters ``data`` can decode to, counted without decoding it.
+
+    Without a UTF-16/32 byte-order mark the text is UTF-8 (one character per byte that is
+    not a continuation byte) or, when not valid UTF-8, a one-byte code page (one character
+    per byte, more than that count); with one, every character takes at most four bytes.
+    """
+    if data.isascii():
+        return len(data)
+    if data.startswith(_WIDE_BOMS):  # after a mark of up to four bytes
+        return max(0, len(data) - _MAX_BYTES_PER_CHAR) // _MAX_BYTES_PER_CHAR
+    return len(data.translate(None, _UTF8_CONTINUATION)) - data.startswith(_UTF8_BOM)
+
+
+def check_source_bytes(data: bytes, limits: ParseLimits) -> None:
+    """``check_source_chars`` before decoding (and before the scan for binary content), so an
+    upload known to be too long costs one pass over its bytes."""
+    fewest = fewest_chars(data)
+    if fewest > 2 * limits.max_chars:
+        raise too_big(
+            f"the content is {len(data)} bytes, at least {fewest} characters of text: more "
+            f"than twice the limit of {limits.max_chars} characters of text "
+            "(RELATA_PARSE_MAX_CHARS)"
         )
 
 
@@ -162,7 +217,10 @@ class Deadline:
 
     def check(self) -> None:
         if self._clock() > self._end:
-            raise too_big(f"parsing took longer than the limit of {self._seconds:g} seconds")
+            raise too_big(
+                f"parsing took longer than the limit of {self._seconds:g} seconds "
+                "(RELATA_PARSE_TIMEOUT)"
+            )
 
 
 class DocumentBuilder:
@@ -205,7 +263,10 @@ class DocumentBuilder:
         start = self._length + (len(_BLOCK_SEPARATOR) if self._parts else 0)
         end = start + len(text)
         if end > self._max_chars:
-            raise too_big(f"the extracted text exceeds the limit of {self._max_chars} characters")
+            raise too_big(
+                f"the extracted text exceeds the limit of {self._max_chars} characters "
+                "(RELATA_PARSE_MAX_CHARS)"
+            )
         if len(self._blocks) >= self._max_blocks:
             raise too_big(f"the document has more than {self._max_blocks} blocks")
         if self._parts:

@@ -13,6 +13,15 @@ which are both text and differ only in how structure is read. The order of check
 6. text that parses as a JSON object or array -> JSON;
 7. Markdown vs plain text: the filename/Content-Type hint if there is one, else the content's
    Markdown signals (ATX headings, fences, links, tables, lists).
+
+Sniffing runs in the upload request, so its own work is bounded: JSON is validated whole only
+up to ``JSON_SNIFF_CHARS``; a longer text is JSON when that prefix is a valid beginning of a
+JSON document and the text ends like one (the parse stage then validates all of it). And what
+is already known to be over a parse limit is refused here with ``TooLarge`` (413), naming the
+limit, rather than stored and failed later: text that cannot fit ``max_chars``
+(``RELATA_PARSE_MAX_CHARS``; the same rule ``parse`` applies), JSON with more values than
+``max_json_lines``, Markdown of more than ``max_markdown_lines``, a DOCX over the zip bounds
+or whose body is over ``max_docx_xml_bytes``.
 """
 
 from __future__ import annotations
@@ -25,7 +34,10 @@ from relata.domain.errors import UnsupportedContent
 from relata.domain.models import SourceType
 from relata.parsing.archive import describe_zip, is_zip, open_zip
 from relata.parsing.decode import decode_text
-from relata.parsing.model import ParseLimits
+from relata.parsing.docx import check_docx
+from relata.parsing.jsondoc import check_json_lines
+from relata.parsing.markdown import check_markdown_lines
+from relata.parsing.model import ParseLimits, check_source_bytes, check_source_chars
 
 _PDF_HEADER = re.compile(rb"(?:^|[\r\n])%PDF-\d")
 _PDF_WINDOW = 1024
@@ -75,6 +87,12 @@ _MARKDOWN_SIGNALS: tuple[tuple[re.Pattern[str], int], ...] = (
 )
 _MARKDOWN_THRESHOLD = 3
 _MARKDOWN_SAMPLE_CHARS = 65_536
+#: Longest text validated as JSON in full while sniffing (longer: a prefix, see above).
+JSON_SNIFF_CHARS = 1 << 20
+_JSON_SPACE = " \t\n\r"
+_JSON_LEADING_SPACE = re.compile(r"[ \t\n\r]*")
+# A truncated literal or number fails within a few characters of the cut.
+_JSON_CUT_SLACK = 16
 
 
 def _unsupported(what: str) -> UnsupportedContent:
@@ -112,16 +130,39 @@ def markdown_score(text: str) -> int:
 
 
 def _is_json(text: str) -> bool:
-    head = text.lstrip()[:1]
-    if head not in ("{", "["):
+    start = _match_end(_JSON_LEADING_SPACE, text)
+    if text[start : start + 1] not in ("{", "["):
         return False
+    if len(text) - start <= JSON_SNIFF_CHARS:
+        try:
+            json.loads(text)
+        except RecursionError:
+            return True  # structurally JSON; the parser rejects the depth with a clear message
+        except ValueError:
+            return False
+        return True
+    return _json_beginning(text[start : start + JSON_SNIFF_CHARS]) and text.rstrip(
+        _JSON_SPACE
+    ).endswith(("}", "]"))
+
+
+def _match_end(pattern: re.Pattern[str], text: str) -> int:
+    match = pattern.match(text)
+    return match.end() if match else 0
+
+
+def _json_beginning(prefix: str) -> bool:
+    """Whether ``prefix``, a cut of a longer text, is how a JSON document may begin: parsing
+    it fails only because it ends (inside a string, or within a few characters of the cut)."""
     try:
-        json.loads(text)
+        json.loads(prefix)
     except RecursionError:
-        return True  # structurally JSON; the parser rejects the depth with a clear message
-    except ValueError:
-        return False
-    return True
+        return True
+    except json.JSONDecodeError as exc:
+        if exc.msg.startswith("Unterminated string"):
+            return True  # the cut fell inside a string whose beginning is valid
+        return exc.pos >= len(prefix) - _JSON_CUT_SLACK
+    return False  # a whole value ends inside the prefix, yet non-space text follows it
 
 
 def sniff(
@@ -139,23 +180,31 @@ def sniff(
         raise UnsupportedContent("the content is empty", field="content")
     if _PDF_HEADER.search(data[:_PDF_WINDOW]):
         return SourceType.PDF
+    limits = limits or ParseLimits()
     if is_zip(data):
-        with open_zip(data, limits or ParseLimits()) as archive:
+        with open_zip(data, limits) as archive:
             what = describe_zip(set(archive.namelist()))
+            if what is None:
+                check_docx(archive, limits)
         if what is not None:
             raise _unsupported(what)
         return SourceType.DOCX
     for signature, what in _SIGNATURES:
         if signature.match(data):
             raise _unsupported(what)
+    check_source_bytes(data, limits)
     text = decode_text(data).text
-    if not text.strip():
+    if not text or text.isspace():  # not strip(): no copy of a large upload
         raise UnsupportedContent("the content is only whitespace", field="content")
+    check_source_chars(text, limits)
     if _is_json(text):
+        check_json_lines(text, limits)
         return SourceType.JSON
-    hint = _hint(filename, content_type)
-    if hint is not None:
-        return hint
-    if markdown_score(text) >= _MARKDOWN_THRESHOLD:
-        return SourceType.MARKDOWN
-    return SourceType.TEXT
+    found = _hint(filename, content_type)
+    if found is None:
+        found = (
+            SourceType.MARKDOWN if markdown_score(text) >= _MARKDOWN_THRESHOLD else SourceType.TEXT
+        )
+    if found is SourceType.MARKDOWN:
+        check_markdown_lines(text, limits)
+    return found
