@@ -8,6 +8,7 @@ import getpass
 import json
 import os
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 from relata.cli.common import (
@@ -182,7 +183,7 @@ def _display(value: Any) -> str:
     return str(value)
 
 
-def effective(settings: Settings, environ: Any = None) -> list[dict[str, str]]:
+def effective(settings: Settings, environ: Mapping[str, str] | None = None) -> list[dict[str, str]]:
     """Every variable with the value in effect and its source; secrets are hidden and URL
     passwords redacted."""
     env = os.environ if environ is None else environ

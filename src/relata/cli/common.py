@@ -16,11 +16,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 from relata.config.settings import Settings, load_settings
@@ -67,7 +67,7 @@ class Where:
         return f"data dir {self.data_dir} ({self.data_dir_source}); database {self.database}"
 
 
-def where(settings: Settings, environ: Any = None) -> Where:
+def where(settings: Settings, environ: Mapping[str, str] | None = None) -> Where:
     env = os.environ if environ is None else environ
     if _DATA_DIR_ENV in env:
         source = f"from {_DATA_DIR_ENV}"
