@@ -10,7 +10,9 @@ claim-sentence / abstract-sentence pair contradicts (``contradict.compare``).
 
 Reported: precision, recall and F1 of CONTRADICT (SUPPORT and NOINFO pairs are the
 negatives), the confusion by label, the facet each prediction came from, claims per item,
-and the time of sentence splitting plus facets (the claims stage's work) and of comparison.
+the time of sentence splitting plus facets (the claims stage's work) and of comparison, and
+the same scores at other statement-overlap thresholds (``OPERATING_POINTS``), the knob
+that trades recall for precision.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from relata.claims.contradict import Contradiction, compare
+from relata.claims.contradict import MIN_OVERLAP, Contradiction, compare
 from relata.claims.extract import ClaimDraft, Subject, claim_from_sentence
 from relata.claims.sentences import split_sentences
 from relata.domain.errors import ValidationError
@@ -33,6 +35,8 @@ SPLITS: Final = ("train", "dev", "test")
 MAX_LINE_BYTES: Final = 4 << 20
 MAX_PAIRS: Final = 100_000
 MAX_DOCUMENTS: Final = 1_000_000
+#: Statement-overlap thresholds reported beside the detector's own, to show the trade-off.
+OPERATING_POINTS: Final = (0.3, 0.4, 0.5, 0.6, 0.7)
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,10 +127,22 @@ def sentence_claims(item_id: str, text: str, subject_key: str) -> list[ClaimDraf
 
 
 def _first_contradiction(
-    claim: list[ClaimDraft], abstract: list[ClaimDraft]
+    claim: list[ClaimDraft], abstract: list[ClaimDraft], min_overlap: float = MIN_OVERLAP
 ) -> Contradiction | None:
-    found = [c for a in claim for b in abstract if (c := compare(a, b)) is not None]
+    found = [
+        c
+        for a in claim
+        for b in abstract
+        if (c := compare(a, b, min_overlap=min_overlap)) is not None
+    ]
     return max(found, key=lambda c: c.confidence) if found else None
+
+
+def _scores(tp: int, fp: int, fn: int) -> tuple[float, float, float]:
+    precision = tp / (tp + fp) if tp + fp else 0.0
+    recall = tp / (tp + fn) if tp + fn else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return round(precision, 4), round(recall, 4), round(f1, 4)
 
 
 def run_contradictions_bench(scifact_dir: Path | str, *, split: str = "train") -> dict[str, Any]:
@@ -164,18 +180,32 @@ def run_contradictions_bench(scifact_dir: Path | str, *, split: str = "train") -
     tp = confusion["CONTRADICT:contradict"]
     fp = confusion["SUPPORT:contradict"] + confusion["NOINFO:contradict"]
     fn = confusion["CONTRADICT:none"]
-    precision = tp / (tp + fp) if tp + fp else 0.0
-    recall = tp / (tp + fn) if tp + fn else 0.0
-    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    precision, recall, f1 = _scores(tp, fp, fn)
+    points = []
+    for threshold in OPERATING_POINTS:
+        hits = [
+            (
+                p.label,
+                _first_contradiction(claim_claims[p.claim_id], abstract_claims[p.doc_id], threshold)
+                is not None,
+            )
+            for p in pairs
+        ]
+        ptp = sum(1 for label, hit in hits if hit and label == "CONTRADICT")
+        pfp = sum(1 for label, hit in hits if hit and label != "CONTRADICT")
+        pfn = sum(1 for label, hit in hits if not hit and label == "CONTRADICT")
+        pp, pr, pf = _scores(ptp, pfp, pfn)
+        points.append({"min_overlap": threshold, "precision": pp, "recall": pr, "f1": pf})
     items = len(abstract_claims) + len(claim_claims)
     n_claims = sum(map(len, abstract_claims.values())) + sum(map(len, claim_claims.values()))
     return {
         "split": split,
         "pairs": len(pairs),
         "labels": dict(Counter(p.label for p in pairs)),
-        "precision": round(precision, 4),
-        "recall": round(recall, 4),
-        "f1": round(f1, 4),
+        "min_overlap": MIN_OVERLAP,
+        "precision": precision,
+        "recall": recall,
+        "f1": f1,
         "true_positives": tp,
         "false_positives": fp,
         "false_negatives": fn,
@@ -188,6 +218,7 @@ def run_contradictions_bench(scifact_dir: Path | str, *, split: str = "train") -
         "extract_seconds": round(extract_seconds, 3),
         "compare_seconds": round(compare_seconds, 3),
         "ms_per_item": round(1000 * extract_seconds / items, 3) if items else 0.0,
+        "operating_points": points,
     }
 
 
@@ -210,5 +241,11 @@ def format_report(result: dict[str, Any]) -> str:
             f"  time: sentences + facets {result['extract_seconds']:.2f} s "
             f"({result['ms_per_item']:.2f} ms per item), comparison "
             f"{result['compare_seconds']:.2f} s",
+            f"  other statement-overlap thresholds (the detector uses {result['min_overlap']}):",
+            *(
+                f"    {p['min_overlap']:.1f}: precision {p['precision']:.3f}  recall "
+                f"{p['recall']:.3f}  F1 {p['f1']:.3f}"
+                for p in result["operating_points"]
+            ),
         ]
     )

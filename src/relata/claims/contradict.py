@@ -141,11 +141,13 @@ def find_contradictions(
     return sorted(found.values(), key=lambda c: -c.confidence)
 
 
-def compare(a: ClaimDraft, b: ClaimDraft) -> Contradiction | None:
+def compare(
+    a: ClaimDraft, b: ClaimDraft, *, min_overlap: float = MIN_OVERLAP
+) -> Contradiction | None:
     """The first conflicting facet between two claims (module docstring), or None. The
     claims are taken to be about the same subject; that is the caller's index."""
     for rule in (_date_conflict, _quantity_conflict, _polarity_conflict, _direction_conflict):
-        found = rule(a, b)
+        found = rule(a, b, min_overlap)
         if found is not None:
             return found
     return None
@@ -173,7 +175,7 @@ def _event_date(f: Facets) -> DateFacet | None:
     return min(points, key=lambda d: abs(d.start - anchor))
 
 
-def _date_conflict(a: ClaimDraft, b: ClaimDraft) -> Contradiction | None:
+def _date_conflict(a: ClaimDraft, b: ClaimDraft, min_overlap: float) -> Contradiction | None:
     fa, fb = a.facets, b.facets
     if not (a.attached and b.attached):
         return None
@@ -199,11 +201,11 @@ def _only_of_unit(f: Facets, unit: str) -> Quantity | None:
     return of_unit[0] if len(of_unit) == 1 else None
 
 
-def _quantity_conflict(a: ClaimDraft, b: ClaimDraft) -> Contradiction | None:
+def _quantity_conflict(a: ClaimDraft, b: ClaimDraft, min_overlap: float) -> Contradiction | None:
     fa, fb = a.facets, b.facets
     if not (a.attached and b.attached):
         return None
-    if not _same_predicate(fa, fb) or _overlap(fa, fb) < MIN_OVERLAP:
+    if not _same_predicate(fa, fb) or _overlap(fa, fb) < min_overlap:
         return None
     for qa in fa.quantities:
         one_a = _only_of_unit(fa, qa.unit)
@@ -257,12 +259,19 @@ def _same_target(a: Cue, b: Cue) -> bool:
 
 
 def _opposed_cues(a: Facets, b: Facets, *, same_sign: bool) -> tuple[Cue, Cue] | None:
-    """A direction cue of each acting on the same target, with opposite (or, with
-    ``same_sign``, equal) signs and, then, opposite negation."""
+    """A direction cue of each acting on the same target, with opposite signs (or, with
+    ``same_sign``, equal signs and opposite negation). A cue is matched with the other
+    statement's cue whose target shares most with its own: when that one agrees ("X
+    decreased A but increased B" against "X increases B"), the pair is no conflict."""
     for ca in a.directions:
-        for cb in b.directions:
-            if not _same_target(ca, cb):
-                continue
+        matches = [cb for cb in b.directions if _same_target(ca, cb)]
+        if not matches:
+            continue
+        best = max(len(set(ca.target) & set(cb.target)) for cb in matches)
+        closest = [cb for cb in matches if len(set(ca.target) & set(cb.target)) == best]
+        if any(cb.sign == ca.sign and cb.negated == ca.negated for cb in closest):
+            continue
+        for cb in closest:
             if same_sign and ca.sign == cb.sign and ca.negated != cb.negated:
                 return ca, cb
             if not same_sign and ca.sign != cb.sign and ca.negated == cb.negated:
@@ -270,13 +279,13 @@ def _opposed_cues(a: Facets, b: Facets, *, same_sign: bool) -> tuple[Cue, Cue] |
     return None
 
 
-def _comparable(a: ClaimDraft, b: ClaimDraft) -> bool:
+def _comparable(a: ClaimDraft, b: ClaimDraft, min_overlap: float) -> bool:
     fa, fb = a.facets, b.facets
-    return fa.assertive and fb.assertive and _overlap(fa, fb) >= MIN_OVERLAP
+    return fa.assertive and fb.assertive and _overlap(fa, fb) >= min_overlap
 
 
-def _polarity_conflict(a: ClaimDraft, b: ClaimDraft) -> Contradiction | None:
-    if not _comparable(a, b):
+def _polarity_conflict(a: ClaimDraft, b: ClaimDraft, min_overlap: float) -> Contradiction | None:
+    if not _comparable(a, b, min_overlap):
         return None
     fa, fb = a.facets, b.facets
     denied = _opposed_cues(fa, fb, same_sign=True)
@@ -312,8 +321,8 @@ def _polarity_conflict(a: ClaimDraft, b: ClaimDraft) -> Contradiction | None:
     )
 
 
-def _direction_conflict(a: ClaimDraft, b: ClaimDraft) -> Contradiction | None:
-    if not _comparable(a, b):
+def _direction_conflict(a: ClaimDraft, b: ClaimDraft, min_overlap: float) -> Contradiction | None:
+    if not _comparable(a, b, min_overlap):
         return None
     fa, fb = a.facets, b.facets
     pair = _opposed_cues(fa, fb, same_sign=False)

@@ -513,7 +513,8 @@ _DECREASE_STEMS: Final = frozenset(
     down-regulation attenuate attenuates attenuated diminish diminishes diminished impair
     impairs impaired drop drops dropped fall falls fell fallen slow slows slowed prevent
     prevents prevented negatively smaller shorter weaker deplete depleted depletion
-    abolish abolished shrink shrank alleviate alleviates alleviated
+    abolish abolished shrink shrank alleviate alleviates alleviated deactivate deactivates
+    deactivated
     """)
 )
 # Bare "high", "low", "loss", "growth", "positive" are left out: they describe a group or a
@@ -576,12 +577,16 @@ class _Words:
         target = tuple(dict.fromkeys(after))[:TARGET_TERMS]
         previous = self._previous(index)
         if previous in _COPULAS:
+            # "was reduced", "were more frequent": the cue is the predicate of a copula and
+            # changes its subject (with the adjective it grades, if any).
+            following = self.words[index + 1][2] if index + 1 < len(self.words) else ""
+            graded = (stem(following),) if following and is_content(following) else ()
             before = [
                 stem(w)
                 for s, _, w in self.words[:index]
                 if s >= clause_start and is_content(w) and w.lower() not in _ADVERB_SKIP
             ]
-            target = tuple(dict.fromkeys(reversed(before)))[:TARGET_TERMS]
+            target = tuple(dict.fromkeys((*graded, *reversed(before))))[:TARGET_TERMS]
         return Cue(start, end, self.sentence[start:end], sign, frozenset(after), target, negated)
 
     def _previous(self, index: int) -> str:
@@ -752,10 +757,22 @@ _AIM: Final = re.compile(
 )
 
 
+#: A title names a topic and asserts nothing: "Effect of X on Y", "X vs Y: a randomised
+#: trial".
+_TITLE: Final = re.compile(
+    r"^(?:(?:the\s+)?(?:effects?|role|impact|association|influence|use|evaluation|"
+    r"comparison|analysis)\s+of\b)"
+    r"|:\s*(?:a|an|the)?\s*(?:[\w-]+\s+){0,4}(?:trial|study|review|meta-analysis|analysis|"
+    r"survey|report|cohort)\.?$",
+    re.IGNORECASE,
+)
+
+
 def is_assertive(sentence: str) -> bool:
-    """Whether a sentence asserts something (not a question, an aim or a method)."""
+    """Whether a sentence asserts something (not a question, an aim, a method or a
+    title)."""
     text = sentence.strip()
-    if text.endswith("?"):
+    if text.endswith("?") or _TITLE.search(text):
         return False
     label = _LABEL.match(text)
     if label is not None:

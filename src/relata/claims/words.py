@@ -32,7 +32,8 @@ STOP_WORDS: Final[frozenset[str]] = word_set(
     other some such only own same too very also just not no never none neither either
     we our us you your he she his her him i me my one ones per via vs versus et al
     e.g i.e etc using used use based whereas while although though however thus therefore
-    if whether because due upon across against along around
+    if whether because due upon across against along around throughout among amongst toward
+    towards beyond despite except like unlike near
     """
 )
 
