@@ -37,6 +37,7 @@ from relata.embeddings.reembed import Reembedder, register_reembed
 from relata.embeddings.stage import EmbedStage, ModelSeen, VectorWriter
 from relata.embeddings.status import ModelStatusService
 from relata.entities.deterministic import DeterministicExtractor
+from relata.entities.service import EntityService
 from relata.entities.stage import EntityStage
 from relata.ingest.admission import Admission
 from relata.ingest.catalog import ItemCatalog
@@ -145,6 +146,8 @@ class Container:
     # Re-embedding a workspace in bounded batches, and the model status page's numbers.
     reembed: Reembedder
     model_status: ModelStatusService
+    # Entities, their observations and the aliases people decide on.
+    entities: EntityService
     extras: dict[str, Any] = field(default_factory=dict)
 
     def close(self) -> None:
@@ -290,6 +293,7 @@ def build(
             model_versions=repos.model_versions,
             reembedder=reembed,
         ),
+        entities=EntityService(repos.entities, repos.items),
     )
 
 
