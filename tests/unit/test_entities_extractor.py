@@ -101,6 +101,19 @@ def test_span_edges_leave_out_articles_possessives_and_titles() -> None:
     assert ("Ruth Lindqvist", PER) in found
 
 
+def test_a_possessive_joins_only_a_name_building_word() -> None:
+    found = _found(
+        "Britain's Prince Charles met Alphabet's Google staff at St Mary's Hall. "
+        "The Oakfield Residents' Association wrote to them."
+    )
+    assert ("Britain", LOC) in found
+    assert ("Charles", PER) in found
+    assert ("Alphabet", ORG) in found
+    assert ("Google", ORG) in found
+    assert ("St Mary's Hall", LOC) in found
+    assert ("Oakfield Residents' Association", ORG) in found
+
+
 def test_shapes_type_names() -> None:
     found = _found(
         "Shares of Ostrander Mining Ltd rose. The Ministry of Health met officials from "

@@ -44,12 +44,13 @@ from relata.entities.tokens import (
     words,
 )
 
-_JOINING_GAP: Final = re.compile(r"(?:['’]s)?[ \t]*(?:&[ \t]*)?(?:\n[ \t]*)?")
+_JOINING_GAP: Final = re.compile(r"(?P<possessive>['’]s?)?[ \t]*(?:&[ \t]*)?(?:\n[ \t]*)?")
 _IDENTIFIER: Final = re.compile(
     r"(?=[^\d]*\d)(?:[A-Za-z]*[A-Z][A-Za-z]*[\w\-/]*|[a-z]\d{2,})", re.ASCII
 )
 _MAX_NAME_WORDS: Final = 4
 _WRAPPED_LINE_CHARS: Final = 50
+_AFTER_POSSESSIVE: Final = ORG_SUFFIXES | LOC_SUFFIXES | ORG_HEADS_OF
 
 
 @dataclass(slots=True)
@@ -85,11 +86,15 @@ class Passage:
 
     def joined(self, i: int) -> bool:
         """Whether word ``i`` continues word ``i - 1`` within one name: only spaces (or an
-        ampersand, or a possessive: "St Mary's Hall") between them, or a line break that
-        wraps a long line (a short line ends a heading, a list item or a field)."""
+        ampersand) between them, or a line break that wraps a long line (a short line ends
+        a heading, a list item or a field). A possessive joins only before a name-building
+        word ("St Mary's Hall", "Residents' Association", not "Alphabet's Google")."""
         before = self.words[i - 1].end
         gap = self.text[before : self.words[i].start]
-        if not gap or _JOINING_GAP.fullmatch(gap) is None:
+        match = _JOINING_GAP.fullmatch(gap) if gap else None
+        if match is None:
+            return False
+        if match.group("possessive") and self.words[i].folded not in _AFTER_POSSESSIVE:
             return False
         if "\n" in gap:
             line_start, _ = line_bounds(self.text, before)
@@ -120,15 +125,21 @@ def is_identifier(token: str) -> bool:
 
 def _title_end(ws: list[Word], i: int, j: int, model_type: EntityType | None) -> int:
     """The index after the last honorific or title in ``[i, j)`` that is followed by a
-    plain name, or ``i`` when there is none. After a title ("General Electric") one word
-    is a name only when the model said person."""
+    plain name, or ``i`` when there is none. After a title one word is a name only when
+    the model said person or it is a given name ("Prince Charles", not "General
+    Electric")."""
     for k in range(j - 2, i - 1, -1):
         folded = ws[k].folded
         honorific = folded in HONORIFICS
         if honorific or folded in TITLES:
             rest = ws[k + 1 : j]
             plain = len(rest) <= _MAX_NAME_WORDS and all(plain_name_word(w.text) for w in rest)
-            enough = honorific or len(rest) >= 2 or model_type is EntityType.PERSON
+            enough = (
+                honorific
+                or len(rest) >= 2
+                or model_type is EntityType.PERSON
+                or (len(rest) == 1 and rest[0].text in GIVEN_NAMES)  # "Prince Charles"
+            )
             return k + 1 if plain and enough else i
     return i
 
