@@ -19,7 +19,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from types import ModuleType
 
-from relata.cli import admin, ingest, inspect, items, jobs, reembed, reprocess, search, serve
+from relata.cli import (
+    admin,
+    entities,
+    ingest,
+    inspect,
+    items,
+    jobs,
+    reembed,
+    reprocess,
+    search,
+    serve,
+)
 from relata.cli.common import CliError, run_command
 
 
@@ -42,6 +53,7 @@ _COMMANDS: tuple[ModuleType | Deferred, ...] = (
     inspect,
     search,
     _ASK,
+    entities,
     reembed,
     _BENCH,
     admin,
