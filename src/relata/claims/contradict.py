@@ -279,6 +279,15 @@ def _opposed_cues(a: Facets, b: Facets, *, same_sign: bool) -> tuple[Cue, Cue] |
     return None
 
 
+def _denial_agrees(a: Facets, b: Facets) -> bool:
+    """One statement denies a direction the other reverses, on the same target."""
+    return any(
+        _same_target(ca, cb) and ca.sign != cb.sign and ca.negated != cb.negated
+        for ca in a.directions
+        for cb in b.directions
+    )
+
+
 def _comparable(a: ClaimDraft, b: ClaimDraft, min_overlap: float) -> bool:
     fa, fb = a.facets, b.facets
     return fa.assertive and fb.assertive and _overlap(fa, fb) >= min_overlap
@@ -302,6 +311,8 @@ def _polarity_conflict(a: ClaimDraft, b: ClaimDraft, min_overlap: float) -> Cont
         )
     if fa.polarity is fb.polarity or _opposed_cues(fa, fb, same_sign=False) is not None:
         return None
+    if _denial_agrees(fa, fb):
+        return None  # "did not increase" and "decreased" say the same
     neg_claim, neg, other = (a, fa, fb) if fa.polarity is Polarity.NEGATED else (b, fb, fa)
     cue = next((c for c in neg.negations if _shares_target(c.target, other.terms)), None)
     if cue is None:

@@ -576,7 +576,8 @@ class _Words:
         ]
         target = tuple(dict.fromkeys(after))[:TARGET_TERMS]
         previous = self._previous(index)
-        if previous in _COPULAS:
+        # An adverb cue ("positively associated with") grades what follows it.
+        if previous in _COPULAS and not self.lowered[index].endswith("ly"):
             # "was reduced", "were more frequent": the cue is the predicate of a copula and
             # changes its subject (with the adjective it grades, if any).
             following = self.words[index + 1][2] if index + 1 < len(self.words) else ""
