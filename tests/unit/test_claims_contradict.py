@@ -218,13 +218,22 @@ def test_a_subject_key_can_map_confirmed_aliases_to_one_entity() -> None:
     assert [c.facet for c in found] == [ConflictFacet.DATE]
 
 
-def test_claims_are_bucketed_by_predicate_and_groups_are_capped() -> None:
-    base = one("x", "Acme began operating in 2019.")
-    other = one("x", "Acme reduced emissions by 30% last year.")
-    claims = [replace(base, item_id=f"i{n}") for n in range(MAX_GROUP + 50)]
-    claims += [replace(other, item_id=f"j{n}") for n in range(3)]
+def test_event_claims_meet_their_event_and_buckets_are_capped() -> None:
+    event = one("x", "Acme began operating in 2019.")
+    founded = one("x", "Acme was founded in 2001.")
+    finding = one("x", "Acme reduced emissions by 30% last year.")
+    claims = [replace(event, item_id=f"i{n}") for n in range(MAX_GROUP + 50)]
+    claims += [replace(founded, item_id=f"j{n}") for n in range(3)]
+    claims += [replace(finding, item_id=f"k{n}") for n in range(3)]
     pairs = list(candidate_pairs(by_subject(claims)))
-    # the capped group has MAX_GROUP claims; event claims never meet the "reduce" bucket
     assert all(x.facets.predicate == y.facets.predicate for x, y in pairs)
-    kept = {c.item_id for pair in pairs for c in pair}
-    assert len(kept) <= MAX_GROUP
+    events = {c.item_id for pair in pairs for c in pair if c.item_id.startswith("i")}
+    assert len(events) == MAX_GROUP
+    assert len(pairs) == MAX_GROUP * (MAX_GROUP - 1) // 2 + 3 + 3
+
+
+def test_claims_with_different_verbs_still_meet() -> None:
+    a = one("a", "Exercise increases cancer mortality among adults.", "Exercise")
+    b = one("b", "Exercise reduces cancer mortality among adults.", "Exercise")
+    assert a.facets.predicate != b.facets.predicate
+    assert [c.facet for c in find_contradictions([a, b])] == [ConflictFacet.DIRECTION]

@@ -2,9 +2,9 @@
 
 Candidates (``candidate_pairs``) come from an index by subject key: only claims that share a
 subject are ever compared, and only across items, so the work grows with the claims per
-subject, never with the square of a workspace. Within a subject, claims are bucketed by
-predicate, and claims whose predicate is unknown are compared only by their facets' terms;
-every group is capped (``MAX_GROUP``).
+subject, never with the square of a workspace. Within a subject, event claims are bucketed
+by their event predicate and all other claims form one bucket; every bucket is capped
+(``MAX_GROUP``).
 
 A pair contradicts (``compare``) when, for the same predicate, one of these facets conflicts
 (checked in this order; the first found is recorded):
@@ -103,28 +103,23 @@ def by_subject(
 def candidate_pairs(
     groups: Mapping[str, Sequence[ClaimDraft]],
 ) -> Iterator[tuple[ClaimDraft, ClaimDraft]]:
-    """Pairs of claims of different items within each subject group, bucketed by
-    predicate (claims with no predicate meet every bucket of their subject); each group
-    is capped at ``MAX_GROUP`` claims, the most confident kept."""
+    """Pairs of claims of different items within each subject group. Event claims meet
+    the claims of the same event ("began_operating" with "began_operating"); every other
+    claim meets every other non-event claim of its subject (a direction or a negation
+    needs no shared verb: "increases" and "reduces" differ in just that). Each bucket is
+    capped at ``MAX_GROUP`` claims, the most confident kept."""
     for claims in groups.values():
-        kept = sorted(claims, key=lambda c: -c.confidence)[:MAX_GROUP]
         buckets: dict[str | None, list[ClaimDraft]] = defaultdict(list)
-        for claim in kept:
+        for claim in claims:
             predicate = claim.facets.predicate
-            buckets[predicate.key if predicate else None].append(claim)
-        loose = buckets.pop(None, [])
+            buckets[predicate.key if predicate and predicate.event else None].append(claim)
         for bucket in buckets.values():
-            yield from _across_items(bucket, bucket)
-            yield from _across_items(bucket, loose)
-        yield from _across_items(loose, loose)
+            kept = sorted(bucket, key=lambda c: -c.confidence)[:MAX_GROUP]
+            yield from _across_items(kept)
 
 
-def _across_items(
-    a: Sequence[ClaimDraft], b: Sequence[ClaimDraft]
-) -> Iterator[tuple[ClaimDraft, ClaimDraft]]:
-    same = a is b
-    pairs = itertools.combinations(a, 2) if same else itertools.product(a, b)
-    for x, y in pairs:
+def _across_items(claims: Sequence[ClaimDraft]) -> Iterator[tuple[ClaimDraft, ClaimDraft]]:
+    for x, y in itertools.combinations(claims, 2):
         if x.item_id != y.item_id:
             yield (x, y)
 
