@@ -14,15 +14,19 @@ A pair contradicts (``compare``) when, for the same predicate, one of these face
 2. **quantity**: the same predicate and the same unit, one quantity of that unit each, and
    their intervals (an exact value widened by 1%, "about" by 10%, bounds and ranges as
    written) do not meet;
-3. **polarity**: the statements share most of their content words (``MIN_OVERLAP``) and
-   exactly one is negated, the negation governing words the other states;
-4. **direction**: the statements share most of their content words, have the same
-   polarity and opposite directions ("increases" / "reduces") about the same words.
+3. **polarity**: the statements share most of their content words (``MIN_OVERLAP``), both
+   assert something (``Facets.assertive``), and one denies a direction the other states on
+   the same target ("do not increase the risk" / "increase the risk"), or exactly one is
+   negated and its negator's target is stated by the other ("did not increase" and
+   "decreased" agree);
+4. **direction**: the statements share most of their content words, both assert, and a cue
+   of each acts on the same target with opposite signs ("increases" / "reduces") and the
+   same negation, unless the other statement's closest cue to that target agrees.
 
-Confidence is the rule's base (date 0.85, quantity 0.75, polarity and direction 0.6) raised
-by how much the two statements share, at most 0.95; the detector and its version go with
-every contradiction. A model's judgement may add a contradiction later, never remove or
-outrank one of these.
+Confidence is the rule's base (date 0.85 or 0.9 with months, quantity 0.75, a denied
+direction 0.7, polarity and direction 0.6) raised by how much the two statements share, at
+most 0.95; the detector and its version go with every contradiction. A model's judgement
+may add a contradiction later, never remove or outrank one of these.
 """
 
 from __future__ import annotations
