@@ -6,17 +6,10 @@ import math
 
 import pytest
 
-from relata.claims.facets import (
-    DateFacet,
-    Direction,
-    Polarity,
-    Quantity,
-    dates_conflict,
-    event_predicate,
-    extract_facets,
-    is_assertive,
-    quantities_conflict,
-)
+from relata.claims.cues import Direction, Polarity
+from relata.claims.dates import DateFacet, dates_conflict
+from relata.claims.facets import event_predicate, extract_facets, is_assertive
+from relata.claims.quantities import Quantity, quantities_conflict
 
 # sentence, [(quoted text, label, exact)]
 DATES = [

@@ -38,16 +38,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from relata.claims.cues import Cue, Polarity
+from relata.claims.dates import DateFacet, dates_conflict
 from relata.claims.extract import ClaimDraft
-from relata.claims.facets import (
-    Cue,
-    DateFacet,
-    Facets,
-    Polarity,
-    Quantity,
-    dates_conflict,
-    quantities_conflict,
-)
+from relata.claims.facets import Facets
+from relata.claims.quantities import Quantity, quantities_conflict
 from relata.claims.words import stem
 from relata.ids import pair_key
 
