@@ -102,6 +102,7 @@ POLARITY = [
     ("Mice lacking Sirt1 gain weight.", Polarity.AFFIRMED, []),
     ("Patients without surgery were matched.", Polarity.AFFIRMED, []),
     ("It holds whether or not the dose is high.", Polarity.AFFIRMED, []),
+    ("NAC destabilizes NO in the kidney.", Polarity.AFFIRMED, []),
 ]
 
 
@@ -132,6 +133,12 @@ def test_direction_words_have_a_sign_and_a_target(
     facets = extract_facets(sentence)
     assert facets.direction is direction
     assert facets.directions[0].target[: len(target)] == target
+
+
+def test_a_purpose_is_not_a_direction_but_a_result_after_to_is() -> None:
+    assert extract_facets("It is widely used to prevent nausea.").directions == ()
+    (cue,) = extract_facets("It led to reduced survival.").directions
+    assert cue.text == "reduced"
 
 
 def test_more_than_a_number_is_a_bound_not_a_direction() -> None:

@@ -88,6 +88,8 @@ _DECREASE_STEMS: Final = frozenset(
 # thing ("a high tax rate", "weight loss") far more often than they state a change.
 #: "more than 5", "less than 10%": a bound on a number (a quantity facet), not a direction.
 _BOUND_OF_NUMBER: Final = re.compile(r"\s+than\s+(?:[$€£~]\s*)?(?:\d|a\s|an\s|one\b|two\b)")
+#: A verb after "to" in one of these forms is no infinitive ("led to reduced survival").
+_INFLECTED: Final = re.compile(r"(?:ed|ing|s)$", re.IGNORECASE)
 _CLAUSE_BREAK: Final = re.compile(r"[;:,()]|\b(?:but|whereas|while|although|though)\b")
 #: How many content words make a cue's target.
 TARGET_TERMS: Final = 3
@@ -177,6 +179,8 @@ def find_negations(words: SentenceWords) -> list[Cue]:
         if lower in _NEGATORS or lower.endswith("n't"):
             if following in _NOT_NEGATING_AFTER.get(lower, frozenset()):
                 continue
+            if ws[index][2] == "NO" and not words.sentence.isupper():
+                continue  # nitric oxide, a number abbreviation: not the word "no"
             if previous in _NOT_NEGATING_BEFORE and lower in ("not", "no"):
                 continue
         elif _NEGATING_PAIRS.get(lower) == following and following:
@@ -193,6 +197,8 @@ def find_directions(words: SentenceWords, negations: list[Cue]) -> list[Cue]:
         s = stem(word)
         sign = 1 if s in _INCREASE_STEMS else -1 if s in _DECREASE_STEMS else 0
         if sign and not _BOUND_OF_NUMBER.match(words.sentence, end):
+            if index and words.lowered[index - 1] == "to" and not _INFLECTED.search(word):
+                continue  # "used to prevent", "efforts to lower": a purpose, not a change
             clause_start, _ = words.clause(start)
             negated = any(clause_start <= n.start and n.end <= start for n in negations)
             cues.append(words.cue(index, end, sign, negated))
