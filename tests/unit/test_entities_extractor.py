@@ -140,6 +140,20 @@ def test_a_defined_acronym_gives_the_name_and_its_acronym() -> None:
     assert ("IL-6", "Interleukin-6", TERM) in definitions
 
 
+def test_tokenised_newswire_text() -> None:
+    text = (
+        "NEW DELHI ( Reuters ) - India 's main opposition party said on Monday that the "
+        "Meridian Tidal Institute ( MTI ) had no say . MTI staff agreed ."
+    )
+    extraction = _extract(text)
+    found = {(m.quotation, m.entity_type) for m in extraction.mentions}
+    assert {("NEW DELHI", LOC), ("India", LOC), ("Meridian Tidal Institute", ORG)} <= found
+    assert [m.entity_type for m in extraction.mentions if m.quotation == "MTI"] == [ORG, ORG]
+    assert [(a.acronym, a.expansion) for a in extraction.acronyms] == [
+        ("MTI", "Meridian Tidal Institute")
+    ]
+
+
 @pytest.mark.parametrize(
     "term", ["IL-6", "BRCA1", "TP53", "SARS-CoV-2", "SB-04", "HEK293T", "p53", "metformin"]
 )

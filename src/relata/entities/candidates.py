@@ -34,7 +34,7 @@ _DATELINE: Final = re.compile(
     r"^[ \t]*(?P<place>[A-Z][A-Z.'\-]+(?:[ \t][A-Z][A-Z.'\-]+){0,3})"
     r"(?=,?[ \t]\d{4}-\d{2}-\d{2}"  # LONDON 1996-08-22
     r"|,[ \t](?:\d{1,2}[ \t])?[A-Z][a-z]{2,}\.?[ \t]\d"  # NAIROBI, Aug 2 / PORT X, 14 March
-    r"|,?[ \t]\([A-Za-z]"  # LONDON (Reuters)
+    r"|,?[ \t]\([ \t]?[A-Za-z]"  # LONDON (Reuters), tokenised: LONDON ( Reuters )
     r"|,?[ \t]-{1,2}[ \t][^\n]*[a-z])",  # TOKYO - Japanese ...
     re.MULTILINE,
 )
@@ -43,7 +43,7 @@ _SCORE_LINE: Final = re.compile(
     r"(?P<b>[A-Z][^\W\d_][\w.'\- ]*?)[ \t]+\d{1,3}[ \t]*$",
     re.MULTILINE,
 )
-_ACRONYM: Final = re.compile(r"\((?P<acronym>[A-Za-z][A-Za-z0-9&\-]{1,9})\)")
+_ACRONYM: Final = re.compile(r"\([ \t]?(?P<acronym>[A-Za-z][A-Za-z0-9&\-]{1,9})[ \t]?\)")
 _DRUG_STEMS: Final = re.compile(
     r"[a-z]{3,}(?:mab|tinib|anib|vir|mycin|cillin|statin|olol|pril|sartan|prazole|formin"
     r"|tidine|citabine|parin|dronate|oxacin|cycline|asone|olone|azepam|oxetine|triptan"
