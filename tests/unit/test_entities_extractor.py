@@ -20,6 +20,7 @@ from relata.domain.models import EntityType
 from relata.entities.aliases import AliasReason, NamedEntity, propose_aliases
 from relata.entities.deterministic import EXTRACTOR_VERSION, MAX_CHUNKS, DeterministicExtractor
 from relata.entities.mentions import ChunkText, Extraction, Extractor, Mention
+from relata.entities.spacy_ner import MAX_WINDOW_CHARS, windows
 from relata.parsing import parse, sniff
 from relata.seed import demo_documents
 
@@ -262,3 +263,22 @@ def test_every_quotation_is_the_text_at_its_offsets(words: list[str], base: int)
         assert m.normalised_key
         assert m.start >= previous_end
         previous_end = m.end
+
+
+def test_long_texts_are_read_in_windows_that_cover_them() -> None:
+    text = ("word " * 9 + "\n") * 500 + "tail without a break " * 300
+    pieces = list(windows(text, limit=1000))
+    assert "".join(piece for _, piece in pieces) == text
+    assert all(len(piece) <= 1000 for _, piece in pieces)
+    assert all(text[offset : offset + len(piece)] == piece for offset, piece in pieces)
+    assert all(piece.endswith(("\n", " ")) for _, piece in pieces[:-1])
+
+
+def test_a_name_beyond_the_first_window_keeps_its_offsets() -> None:
+    filler = "The turbines were inspected and the results were recorded.\n" * 400
+    text = filler + "Dr. Ines Vaughan founded the Meridian Tidal Institute."
+    assert len(filler) > MAX_WINDOW_CHARS
+    mentions = _extract(text).mentions
+    by_quote = {m.quotation: m for m in mentions}
+    assert by_quote["Ines Vaughan"].start == len(filler) + 4
+    assert by_quote["Meridian Tidal Institute"].entity_type is ORG
