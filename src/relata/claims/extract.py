@@ -29,7 +29,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol
 
-from relata.claims.facets import FACETS_VERSION, Facets, Predicate, extract_facets
+from relata.claims.facets import (
+    FACETS_VERSION,
+    Facets,
+    Predicate,
+    event_predicate,
+    extract_facets,
+)
 from relata.claims.sentences import Sentence, split_sentences
 from relata.claims.words import tokens, word_set
 from relata.domain.errors import ValidationError
@@ -182,8 +188,8 @@ def _attached(sentence: Sentence, mention: SubjectMention, predicate: Predicate)
 def _subject(
     sentence: Sentence, mentions: Sequence[SubjectMention]
 ) -> tuple[SubjectMention, Facets, bool]:
-    event = extract_facets(sentence.text).predicate
-    if event is not None and event.event:
+    event = event_predicate(sentence.text)
+    if event is not None:
         before = [m for m in mentions if m.end - sentence.start <= event.start]
         scored = [(gap, m) for m in before if (gap := _attached(sentence, m, event)) is not None]
         if scored:
