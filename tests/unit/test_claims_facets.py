@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from relata.claims.cues import Direction, Polarity
 from relata.claims.dates import DateFacet, dates_conflict
@@ -239,3 +241,13 @@ def test_quantities_conflict_outside_their_tolerance(
 ) -> None:
     assert quantities_conflict(a, b) is conflict
     assert quantities_conflict(b, a) is conflict
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=200))
+def test_any_text_gives_facets_whose_offsets_slice_it(sentence: str) -> None:
+    facets = extract_facets(sentence, subject_end=min(3, len(sentence)))
+    for span in (*facets.dates, *facets.quantities, *facets.negations, *facets.directions):
+        assert sentence[span.start : span.end] == span.text
+    for q in facets.quantities:
+        assert q.low <= q.value <= q.high or math.isinf(q.low) or math.isinf(q.high)
