@@ -108,3 +108,12 @@ def container(settings: Settings) -> Iterator[Container]:
         yield c
     finally:
         c.close()
+
+
+@pytest.fixture(scope="session")
+def llama_base_url() -> Iterator[str]:
+    """One real llama.cpp server for the whole session (tests/support/llama.py)."""
+    from tests.support.llama import serve_llama
+
+    with serve_llama() as url:
+        yield url

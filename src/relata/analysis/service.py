@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from collections.abc import Collection, Sequence
 from typing import Any
 
@@ -27,6 +28,12 @@ from relata.analysis.answer import (
     judge_answer,
 )
 from relata.analysis.decode import decode_strict
+from relata.analysis.entity_task import (
+    ENTITY_TASK,
+    EntityReply,
+    build_entity_prompt,
+    judge_entities,
+)
 from relata.analysis.errors import AnalysisDisabled, InvalidModelOutput
 from relata.analysis.failures import provider_failure
 from relata.analysis.task import TaskSpec
@@ -157,6 +164,28 @@ class AnalysisService:
             "model output rejected",
             extra={"fields": {"task": task, "reason": exc.reason, "provider": self._provider}},
         )
+
+    # ------------------------------------------------------------------ extract_entities
+    def extract_entities(self, text: str, cancel: Cancel) -> EntityReply:
+        """The entities one chunk names, by the model, each at offsets into ``text``.
+
+        Raises ``AnalysisDisabled`` without a model and a failed call as
+        ``ModelProviderFailed``/``ModelProviderUnavailable``. A malformed reply gives no row
+        (counted under its reason); a bad row is skipped and counted, never fatal."""
+        self._require()
+        try:
+            response = self.complete(ENTITY_TASK, build_entity_prompt(text), cancel)
+        except (Unavailable, Permanent) as exc:
+            raise provider_failure(exc) from exc
+        try:
+            reply = judge_entities(response.content, text)
+        except InvalidModelOutput as exc:
+            self.record_invalid(ENTITY_TASK.name, exc)
+            return EntityReply((), Counter({exc.reason: 1}))
+        if self._metrics is not None:
+            for reason, n in reply.skipped.items():
+                self._metrics.model_invalid_output.labels(ENTITY_TASK.name, reason).inc(n)
+        return reply
 
     # ------------------------------------------------------------------ generate_answer
     def answer(
