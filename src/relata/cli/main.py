@@ -42,7 +42,9 @@ class Deferred:
 
 
 _ASK = Deferred("ask", "relata.cli.ask", "answer a question from a workspace, citing its sources")
-_BENCH = Deferred("bench", "relata.cli.bench", "benchmarks: ingestion, embedding, retrieval")
+_BENCH = Deferred(
+    "bench", "relata.cli.bench", "benchmarks: ingestion, embedding, retrieval, entities"
+)
 
 _COMMANDS: tuple[ModuleType | Deferred, ...] = (
     serve,
