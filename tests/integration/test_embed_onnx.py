@@ -94,3 +94,43 @@ def test_cls_pooling_is_taken_from_the_pooling_config(tmp_path: Path) -> None:
 def test_a_model_dir_without_the_files_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="RELATA_EMBEDDING_MODEL_DIR"):
         OnnxEmbedder(tmp_path)
+
+
+def _passages() -> list[str]:
+    """Texts from a few tokens to past the 256-token truncation, all different."""
+    words = ["aspirin", "reduces", "the", "risk", "of", "heart", "attack", "in", "adults"]
+    return [" ".join(words[(n + k) % len(words)] for k in range(n * 7 + 1)) for n in range(40)]
+
+
+def test_batches_stay_within_the_token_budget() -> None:
+    embedder = OnnxEmbedder(batch_size=32, batch_tokens=600)
+    texts = _passages()
+    batches = embedder.tokenize(texts)
+    for positions, feeds in batches:
+        rows, width = feeds["input_ids"].shape
+        assert rows == len(positions)
+        assert rows * width <= 600 or rows == 1
+    full = [len(pos) for pos, feeds in batches if feeds["input_ids"].shape[1] == 256]
+    assert set(full) <= {1, 2} and 2 in full  # 2 x 256 fits in 600 tokens, 3 x 256 does not
+    assert sorted(int(p) for pos, _ in batches for p in pos) == list(range(len(texts)))
+
+
+def test_a_text_over_the_token_budget_runs_alone() -> None:
+    embedder = OnnxEmbedder(batch_size=32, batch_tokens=100)
+    batches = embedder.tokenize(["short one", "word " * 500, "short two"])
+    shapes = [feeds["input_ids"].shape for _, feeds in batches]
+    assert shapes[-1] == (1, 256) and [int(p) for p in batches[-1][0]] == [1]
+    assert all(rows * width <= 100 for rows, width in shapes[:-1])
+
+
+def test_token_budgeted_batches_give_the_same_vectors_in_input_order() -> None:
+    texts = _passages()
+    cancel = Cancel.never()
+    by_texts = OnnxEmbedder(batch_size=32, batch_tokens=1 << 20).embed_array(texts, cancel)
+    by_tokens = OnnxEmbedder(batch_size=32, batch_tokens=600).embed_array(texts, cancel)
+    alone = OnnxEmbedder(batch_size=1).embed_array(texts, cancel)
+    for got in (by_tokens, by_texts):
+        cosine = (got * alone).sum(axis=1)
+        assert np.all(cosine >= 0.9999), cosine.min()
+    # Input order, not batch order: each row is nearest to its own text's vector.
+    assert list((by_tokens @ alone.T).argmax(axis=1)) == list(range(len(texts)))

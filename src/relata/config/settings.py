@@ -380,6 +380,16 @@ SETTINGS: tuple[Setting, ...] = (
         "Texts per embedding call (per ONNX run, or per HTTP request).",
     ),
     Setting(
+        "RELATA_EMBEDDING_BATCH_TOKENS",
+        "embedding_batch_tokens",
+        _int(16, 1 << 20),
+        "1024",
+        "tokens (16-1048576)",
+        "For `local`: padded tokens per ONNX run (texts x the longest of them), which bounds "
+        "the model's memory; a batch ends at this or at RELATA_EMBEDDING_BATCH_SIZE texts, "
+        "whichever comes first (docs/benchmarks.md).",
+    ),
+    Setting(
         "RELATA_EMBEDDING_THREADS",
         "embedding_threads",
         _int(0, 256),
@@ -577,6 +587,7 @@ class Settings:
     embedding_dimensions: int = 0
     embedding_model_dir: str = ""
     embedding_batch_size: int = 32
+    embedding_batch_tokens: int = 1024
     embedding_threads: int = 1
     embedding_timeout: float = 60.0
     reembed_batch_size: int = 256

