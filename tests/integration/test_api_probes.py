@@ -80,13 +80,31 @@ def test_to_the_last_representable_day_is_400_naming_to(
 
 @pytest.mark.parametrize(
     "value",
-    ["0001-01-01T00:00:00Z", "9999-12-31T23:59:59Z", "2024-05-01t12:00:00z", "2024-05-01"],
+    [
+        "0001-01-01T00:00:00Z",
+        "9999-12-31T23:59:59Z",
+        "2024-05-01t12:00:00z",
+        "2024-05-01",
+        "2024-05-01T12:00:00",
+        "2024-05-01T12:00:00.123456789+05:30",
+        "",
+    ],
 )
 def test_instants_at_the_edges_of_the_range_and_rfc3339_lower_case_are_accepted(
     client: TestClient, value: str
 ) -> None:
     assert client.get("/api/v1/items", params={"from": value}).status_code == 200
     assert client.get("/api/v1/search", params={"q": "tide", "to": value}).status_code == 200
+
+
+@pytest.mark.parametrize(
+    "value", [" 2024-05-01", "2024-05-01 ", " ", "20240501", "2024-W18-3", "2024-05-01 12:00:00"]
+)
+def test_only_the_documented_instant_forms_are_accepted(client: TestClient, value: str) -> None:
+    # Exactly what the OpenAPI document describes: date, RFC 3339 date-time (offset optional).
+    _field_error(client.get("/api/v1/items", params={"from": value}), "from")
+    resp = client.post("/api/v1/items", json={"text": "Tide tables.", "created_at": value})
+    _field_error(resp, "created_at")
 
 
 def test_search_takes_a_bare_date_as_to_including_that_day(client: TestClient) -> None:

@@ -95,7 +95,11 @@ def _apply_rules(schema: dict[str, Any], job_kinds: Iterable[str]) -> None:
             for param in op.get("parameters", []):
                 if param.get("name") == "kind":
                     param["schema"] = {
-                        "anyOf": [{"type": "string", "enum": kinds}, {"type": "null"}]
+                        "anyOf": [
+                            {"type": "string", "enum": kinds},
+                            {"type": "string", "maxLength": 0, "description": "blank: any kind"},
+                            {"type": "null"},
+                        ]
                     }
         op["responses"] = dict(sorted(responses.items()))
     components = schema.setdefault("components", {}).setdefault("schemas", {})

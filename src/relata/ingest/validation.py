@@ -10,9 +10,11 @@ The rules (docs/decisions/0010-ingestion-pipeline.md):
 - ``created_at``: ISO 8601 (a date, or a date and time); without a timezone it is taken as
   UTC; not more than one day in the future.
 - Every instant a caller sends (``created_at``, the ``from``/``to`` filters of listing and
-  search) goes through ``parse_instant``: ISO 8601 date or date-time, naive means UTC, and
-  it must be representable in UTC within years 1-9999 (``9999-12-31T23:59:59-01:00`` is
-  not), so an out-of-range instant is a 400 naming the field, never an overflow deep inside.
+  search) goes through ``parse_instant``: a date (``2024-05-01``) or an RFC 3339 date-time
+  whose offset may be left out (``2024-05-01T12:00:00``, then UTC); it must be representable
+  in UTC within years 1-9999 (``9999-12-31T23:59:59-01:00`` is not), so an out-of-range
+  instant is a 400 naming the field, never an overflow deep inside. Only the empty string
+  means "none given"; whitespace around a value is an error, as in the OpenAPI formats.
 - The display filename is kept as given (``../``, odd Unicode and all) except what would
   mislead or break a reader: control characters (C0, DEL, C1) and the Unicode bidirectional
   controls (U+061C, U+200E/F, U+202A-U+202E, U+2066-U+2069, which can make ``evil‮fdp.exe``
@@ -39,11 +41,17 @@ MAX_FILENAME_CHARS = 255
 MAX_FUTURE = timedelta(days=1)
 UNTITLED = "Untitled"
 
-_KEY = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+_KEY = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 # C0 controls, DEL and C1 controls; the value check allows tab, LF and CR.
 _TITLE_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _VALUE_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _UNSTORABLE = re.compile(r"[\x00\ud800-\udfff]")
+# An instant: a date, or a date-time with seconds and an optional offset (RFC 3339 with the
+# offset optional; t and z may be lower case). Nothing else (week dates, basic format, a
+# space for the T), so what is accepted is exactly what the OpenAPI document describes.
+_INSTANT = re.compile(
+    r"\d{4}-\d{2}-\d{2}(?P<time>[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})?)?"
+)
 # What a display name loses: controls, and the bidi controls that reorder what is shown.
 _MISLEADING = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
@@ -115,7 +123,7 @@ def validate_metadata(raw: object) -> dict[str, str]:
         )
     out: dict[str, str] = {}
     for key, value in raw.items():
-        if not isinstance(key, str) or not _KEY.match(key):
+        if not isinstance(key, str) or not _KEY.fullmatch(key):
             raise ValidationError(
                 f"metadata keys must be 1-{MAX_METADATA_KEY_CHARS} characters of "
                 "letters, digits, '_', '.' or '-'",
@@ -152,8 +160,6 @@ def parse_instant(raw: object, field: str, *, end_of_day: bool = False) -> datet
     elif isinstance(raw, date):
         value, is_date = datetime.combine(raw, time(0)), True
     elif isinstance(raw, str):
-        if not raw.strip():
-            return None
         value, is_date = _iso(raw, field)
     else:
         raise ValidationError(f"{field} must be an ISO 8601 string", field=field)
@@ -170,14 +176,14 @@ def parse_instant(raw: object, field: str, *, end_of_day: bool = False) -> datet
 
 
 def _iso(raw: str, field: str) -> tuple[datetime, bool]:
-    """The parsed value and whether it was a bare date. RFC 3339 allows a lower-case t/z."""
-    text = raw.strip().upper()
+    """The parsed value and whether it was a bare date (see ``_INSTANT``)."""
+    m = _INSTANT.fullmatch(raw)
     try:
-        return datetime.combine(date.fromisoformat(text), time(0)), True
-    except ValueError:
-        pass
-    try:
-        return datetime.fromisoformat(text), False
+        if m is None:
+            raise ValueError(raw)
+        if m.group("time") is None:
+            return datetime.combine(date.fromisoformat(raw), time(0)), True
+        return datetime.fromisoformat(raw.upper()), False
     except ValueError:
         raise ValidationError(
             f"{field} must be an ISO 8601 date or date-time, e.g. 2024-05-01 or "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -77,7 +78,10 @@ class ItemEntityOut(EntityOut):
 
 
 class AliasDecisionIn(BaseModel):
-    status: AliasStatus = Field(description="confirmed or rejected")
+    # A decision is one of these two (a candidate is not a decision), stated in the schema.
+    status: Literal[AliasStatus.CONFIRMED, AliasStatus.REJECTED] = Field(
+        description="confirmed or rejected"
+    )
     note: str | None = Field(default=None, max_length=1000)
 
 

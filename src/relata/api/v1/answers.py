@@ -26,7 +26,8 @@ class AnswerRequest(BaseModel):
     question: str = Field(
         min_length=1,
         max_length=MAX_QUESTION_CHARS,
-        description="The question; it is also the search query for the sources.",
+        description="The question; it is also the search query for the sources. Not blank.",
+        json_schema_extra={"pattern": r"\S"},  # the service refuses blank with its own message
     )
     limit: int = Field(
         DEFAULT_LIMIT,

@@ -3,21 +3,41 @@ both request forms (multipart upload, JSON text). The responses are in ``relata.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from relata.api.v1.params import INSTANT_SCHEMA, Instant
+from relata.ingest.validation import MAX_METADATA_KEYS, MAX_METADATA_VALUE_CHARS
+
+# The shape the service enforces (``relata.ingest.validation.validate_metadata``), for the
+# schema; the service checks it, so its messages name what was wrong.
+Metadata = Annotated[
+    dict[str, Any],
+    WithJsonSchema(
+        {
+            "type": "object",
+            "maxProperties": MAX_METADATA_KEYS,
+            "propertyNames": {"pattern": "^[A-Za-z0-9_.-]{1,64}$"},
+            "additionalProperties": {"type": "string", "maxLength": MAX_METADATA_VALUE_CHARS},
+        }
+    ),
+]
 
 
 class ItemIn(BaseModel):
     """Inline text to ingest (``POST /items`` with ``application/json``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    # Strict: ``"allow_duplicate": 0`` is an error, not False.
+    model_config = ConfigDict(extra="forbid", strict=True)
 
-    text: str = Field(description="the document text (plain, Markdown or JSON)")
+    # Documented, not enforced here: the service refuses blank text with its own message.
+    text: str = Field(
+        description="the document text (plain, Markdown or JSON); not blank",
+        json_schema_extra={"minLength": 1, "pattern": r"\S"},
+    )
     title: str | None = Field(None, description="1-500 characters; default: found in the text")
-    metadata: dict[str, Any] | None = Field(
+    metadata: Metadata | None = Field(
         None, description="flat map of at most 32 keys ([A-Za-z0-9_.-]) to strings"
     )
     created_at: Instant | None = Field(
@@ -26,15 +46,28 @@ class ItemIn(BaseModel):
     allow_duplicate: bool = Field(False, description="keep a deliberate copy of existing text")
 
 
+def _or_empty(schema: dict[str, Any]) -> dict[str, Any]:
+    """A form field's schema, or null: a multipart body cannot tell an empty field from a
+    missing value, and an empty field means "not given" (a browser sends empty inputs)."""
+    return {"anyOf": [schema, {"type": "null"}]}
+
+
 _MULTIPART_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["file"],
+    "additionalProperties": False,
     "properties": {
         "file": {"type": "string", "format": "binary", "description": "the document"},
-        "title": {"type": "string", "description": "1-500 characters"},
-        "metadata": {"type": "string", "description": "a JSON object of string values"},
-        "created_at": {**INSTANT_SCHEMA, "description": "ISO 8601 date or date-time"},
-        "allow_duplicate": {"type": "boolean", "default": False},
+        "title": {**_or_empty({"type": "string"}), "description": "1-500 characters"},
+        "metadata": {
+            **_or_empty({"type": "string"}),
+            "description": "a JSON object of string values",
+        },
+        "created_at": {
+            **_or_empty(INSTANT_SCHEMA),
+            "description": "ISO 8601 date or date-time; without an offset it is UTC",
+        },
+        "allow_duplicate": {**_or_empty({"type": "boolean"}), "default": False},
     },
 }
 

@@ -48,6 +48,20 @@ _FORM_FIELDS = frozenset({"file", "title", "metadata", "created_at", "allow_dupl
 _MAX_FIELD_BYTES = 16 * 1024
 
 
+def _item_link(path: str, method: str) -> dict[str, Any]:
+    ref = "#/paths/" + path.replace("~", "~0").replace("/", "~1") + "/" + method
+    return {"operationRef": ref, "parameters": {"item_id": "$response.body#/id"}}
+
+
+# What a client can do next with the item it created (OpenAPI links; fuzzers follow them).
+_ITEM_LINKS = {
+    "GetItem": _item_link("/api/v1/items/{item_id}", "get"),
+    "GetOriginal": _item_link("/api/v1/items/{item_id}/original", "get"),
+    "ReprocessItem": _item_link("/api/v1/items/{item_id}/reprocess", "post"),
+    "DeleteItem": _item_link("/api/v1/items/{item_id}", "delete"),
+}
+
+
 def _limited(request: Request, limit: int) -> Request:
     """The same request, its body stream refusing to go past ``limit`` bytes."""
     received = 0
@@ -163,7 +177,7 @@ def _flag(value: str | None) -> bool:
     response_model=ItemOut,
     summary="Upload a document (multipart) or add text (JSON)",
     openapi_extra=CREATE_ITEM_BODY,
-    responses=errors(409, 413, 415),
+    responses={201: {"links": _ITEM_LINKS}, **errors(409, 413, 415)},
 )
 async def create_item(request: Request, p: PrincipalDep, c: ContainerDep) -> ItemOut:
     service = c.ingest

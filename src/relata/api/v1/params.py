@@ -6,7 +6,7 @@ the same everywhere and appear in the OpenAPI document.
 - ``from``/``to`` instants are documented as a date or a date-time and parsed by the one
   helper every instant goes through (``relata.ingest.validation.parse_instant``): naive means
   UTC, a bare date as ``to`` includes that day, and anything outside years 1-9999 in UTC is
-  a 400 naming the parameter.
+  a 400 naming the parameter. A blank value is no bound, as if absent (an empty form field).
 """
 
 from __future__ import annotations
@@ -26,6 +26,12 @@ INSTANT_SCHEMA: dict[str, Any] = {
     "anyOf": [
         {"type": "string", "format": "date"},
         {"type": "string", "format": "date-time"},
+        {
+            "type": "string",
+            "pattern": r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?$",
+            "description": "a date-time without an offset: UTC",
+        },
+        {"type": "string", "maxLength": 0, "description": "blank: none given"},
     ]
 }
 
