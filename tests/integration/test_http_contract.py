@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 
 from relata.api.app import create_app
 from relata.bootstrap import Container
-from relata.domain.errors import DuplicateItem, NotFound, Overloaded, ValidationError
+from relata.domain.errors import Busy, DuplicateItem, NotFound, Overloaded, ValidationError
 
 SECURITY = {
     "content-security-policy",
@@ -45,6 +45,10 @@ def app(container: Container) -> FastAPI:
     def busy() -> None:
         raise Overloaded("too many ingestions", retry_after=3)
 
+    @app.get("/test/dbbusy")
+    def dbbusy() -> None:
+        raise Busy("the database is busy (another writer holds it); try again", retry_after=1)
+
     @app.get("/test/typed")
     def typed(limit: int = Query(10, ge=1, le=100)) -> dict[str, int]:
         return {"limit": limit}
@@ -76,6 +80,7 @@ def _assert_error_shape(body: dict[str, object], code: str) -> dict[str, object]
         ("/test/invalid", 400, "invalid_request"),
         ("/test/dup", 409, "duplicate_item"),
         ("/test/busy", 503, "overloaded"),
+        ("/test/dbbusy", 503, "busy"),
         ("/test/typed?limit=abc", 400, "invalid_request"),
         ("/no/such/route", 404, "not_found"),
     ],
@@ -97,6 +102,7 @@ def test_error_details_name_the_field_and_the_existing_item(client: TestClient) 
     assert client.get("/test/typed?limit=abc").json()["error"]["field"] == "limit"
     assert client.get("/test/dup").json()["error"]["existing_id"] == "abc"
     assert client.get("/test/busy").headers["retry-after"] == "3"
+    assert client.get("/test/dbbusy").headers["retry-after"] == "1"
 
 
 def test_method_not_allowed_uses_the_error_shape(client: TestClient) -> None:
