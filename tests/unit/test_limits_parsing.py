@@ -21,7 +21,7 @@ from relata.domain.errors import TooLarge, UnsupportedContent
 from relata.domain.models import SourceType
 from relata.parsing import ParseLimits, parse, sniff
 from relata.parsing.decode import decode_text
-from relata.parsing.jsondoc import check_json_lines
+from relata.parsing.jsondoc import check_json_lines, commas_outside_strings
 from relata.parsing.model import fewest_chars
 from relata.parsing.sniff import JSON_SNIFF_CHARS
 from tests.fuzz.docgen import make_hollow_docx, make_pdf
@@ -120,7 +120,7 @@ def test_json_over_the_line_limit_is_refused_at_upload_and_before_json_loads() -
     lines = parse(ten.encode(), SourceType.JSON, limits=limits).text.splitlines()
     assert len([line for line in lines if line]) == 10
     eleven = ten.replace("[4,", "[4, 9,").encode()
-    with pytest.raises(TooLarge, match=r"holds 11 values.*limit is 10 lines"):
+    with pytest.raises(TooLarge, match=r"more than 10 values.*limit is 10 lines"):
         sniff(eleven, limits=limits)
     with pytest.raises(TooLarge, match="limit is 10 lines"):
         parse(eleven, SourceType.JSON, limits=limits)
@@ -152,6 +152,34 @@ def test_the_counted_values_are_exactly_the_lines_json_flattens_to(
     if lines > 1:
         with pytest.raises(TooLarge):
             check_json_lines(text, ParseLimits(max_json_lines=lines - 1))
+
+
+def _commas_outside_by_hand(text: str) -> int:
+    count, inside, escaped = 0, False, False
+    for ch in text:
+        if inside:
+            escaped, inside = (False, inside) if escaped else (ch == "\\", ch != '"')
+        elif ch == '"':
+            inside = True
+        elif ch == ",":
+            count += 1
+    return count
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    value=st.lists(st.text(st.sampled_from('",\\ aé\n'), max_size=8), max_size=6),
+    ascii_only=st.booleans(),
+    window=st.sampled_from([1, 2, 3, 5, 64]),
+)
+def test_commas_inside_strings_are_told_apart_across_window_boundaries(
+    value: list[str], ascii_only: bool, window: int
+) -> None:
+    text = json.dumps(value, ensure_ascii=ascii_only)
+    want = _commas_outside_by_hand(text)
+    assert commas_outside_strings(text, stop_at=1 << 30, window=window) == want
+    stopped = commas_outside_strings(text, stop_at=1, window=window)  # stops once it has one
+    assert (stopped >= 1) == (want >= 1) and stopped <= want
 
 
 # ------------------------------------------------------------ DOCX bounded by what it holds

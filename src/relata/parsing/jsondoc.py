@@ -9,8 +9,10 @@ lines is bounded, so hostile nesting or fan-out cannot exhaust the stack or memo
 The line count is known before anything is built: a valid JSON document flattens to exactly
 one line per leaf (scalar or empty container), and it has one more leaf than it has commas
 outside strings (a container of k values has k - 1 commas). ``check_json_lines`` counts those
-commas in linear time, so a document over ``max_json_lines`` is refused before ``json.loads``
-materialises millions of objects, and at upload already (``sniff``).
+commas in linear time and bounded memory (numpy, a window at a time: a quote ends or starts a
+string unless an odd run of backslashes precedes it), so a document over ``max_json_lines`` is
+refused before ``json.loads`` materialises millions of objects, and at upload already
+(``sniff``).
 """
 
 from __future__ import annotations
@@ -32,9 +34,8 @@ from relata.parsing.model import (
 )
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
-# A JSON string, or an unterminated one up to the end of the text: the match never fails once
-# it starts at a quote, so removing all strings is one linear pass (no rescans on bad input).
-_STRING = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"?', re.S)
+_QUOTE, _COMMA, _BACKSLASH = ord('"'), ord(","), ord("\\")
+_WINDOW_CHARS = 1 << 18
 _TITLE_KEYS = ("title", "name", "headline")
 _CHECK_EVERY = 2000
 
@@ -94,11 +95,42 @@ def check_json_lines(text: str, limits: ParseLimits) -> None:
     limit = limits.max_json_lines
     if text.count(",") < limit:  # commas inside strings can only add to this count
         return
-    values = _STRING.sub("", text).count(",") + 1
+    values = commas_outside_strings(text, stop_at=limit) + 1
     if values > limit:
         raise too_big(
-            f"the JSON holds {values} values, one line of text each; the limit is {limit} lines"
+            f"the JSON holds more than {limit} values, one line of text each; the limit is "
+            f"{limit} lines"
         )
+
+
+def commas_outside_strings(text: str, *, stop_at: int, window: int = _WINDOW_CHARS) -> int:
+    """Commas of ``text`` outside JSON strings, counted up to ``stop_at`` (then it stops)."""
+    import numpy as np
+
+    count = 0
+    inside = False  # whether the window starts inside a string
+    run = 0  # backslashes that end the previous window
+    for start in range(0, len(text), window):
+        # UTF-8 keeps quotes, commas and backslashes as single bytes and nothing else as them.
+        raw = text[start : start + window].encode("utf-8", "surrogatepass")
+        b = np.frombuffer(raw, dtype=np.uint8)
+        positions = np.arange(len(b))
+        # For each byte, the index of the last byte at or before it that is not a backslash.
+        last_plain = np.maximum.accumulate(np.where(b == _BACKSLASH, -1, positions))
+        quotes = np.flatnonzero(b == _QUOTE)
+        before = quotes - 1
+        plain = np.where(before >= 0, last_plain[np.maximum(before, 0)], -1)
+        runs = np.where(plain >= 0, before - plain, before + 1 + run)
+        quotes = quotes[runs % 2 == 0]  # an odd run of backslashes escapes the quote
+        commas = np.flatnonzero(b == _COMMA)
+        parity = (np.searchsorted(quotes, commas) + int(inside)) % 2
+        count += int(np.count_nonzero(parity == 0))
+        if count >= stop_at:
+            return count
+        inside ^= bool(len(quotes) % 2)
+        tail = int(last_plain[-1]) if len(b) else -1
+        run = len(b) - 1 - tail if tail >= 0 else run + len(b)
+    return count
 
 
 def _title(root: Any) -> str | None:

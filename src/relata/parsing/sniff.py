@@ -141,9 +141,12 @@ def _is_json(text: str) -> bool:
         except ValueError:
             return False
         return True
-    return _json_beginning(text[start : start + JSON_SNIFF_CHARS]) and text.rstrip(
-        _JSON_SPACE
-    ).endswith(("}", "]"))
+    return _json_beginning(text[start : start + JSON_SNIFF_CHARS]) and _ends_like_json(text)
+
+
+def _ends_like_json(text: str) -> bool:
+    tail = text[-4096:].rstrip(_JSON_SPACE) or text.rstrip(_JSON_SPACE)  # no copy, usually
+    return tail.endswith(("}", "]"))
 
 
 def _match_end(pattern: re.Pattern[str], text: str) -> int:
