@@ -12,6 +12,7 @@ from typing import Any
 
 from relata.analysis.factory import build_analysis
 from relata.analysis.service import AnalysisService
+from relata.claims.stage import ClaimStage
 from relata.concurrency import AiCallLimiter
 from relata.config.settings import Settings
 from relata.domain.clock import SystemClock
@@ -20,6 +21,7 @@ from relata.domain.ports import (
     ChunkRepository,
     ClaimRepository,
     Clock,
+    ContradictionRepository,
     Embedder,
     EntityRepository,
     ItemRepository,
@@ -57,11 +59,12 @@ from relata.search.service import SearchService
 from relata.storage.sql import migrate
 from relata.storage.sql.accounts import SqlUserRepository, SqlWorkspaceRepository
 from relata.storage.sql.chunks import SqlChunkRepository
+from relata.storage.sql.claims import SqlClaimRepository, SqlContradictionRepository
 from relata.storage.sql.engine import Database
 from relata.storage.sql.entities import SqlEntityRepository
 from relata.storage.sql.items import SqlItemRepository
 from relata.storage.sql.jobs import SqlJobRepository
-from relata.storage.sql.knowledge import SqlClaimRepository, SqlRelationshipRepository
+from relata.storage.sql.knowledge import SqlRelationshipRepository
 from relata.storage.sql.records import (
     SqlAuditRepository,
     SqlModelVersionRepository,
@@ -84,6 +87,7 @@ class Repositories:
     chunks: ChunkRepository
     entities: EntityRepository
     claims: ClaimRepository
+    contradictions: ContradictionRepository
     relationships: RelationshipRepository
     runs: ProcessingRunRepository
     model_versions: ModelVersionRepository
@@ -209,7 +213,8 @@ def build(
         items=SqlItemRepository(db, clock),
         chunks=SqlChunkRepository(db, clock),
         entities=SqlEntityRepository(db, clock),
-        claims=SqlClaimRepository(db),
+        claims=SqlClaimRepository(db, clock),
+        contradictions=SqlContradictionRepository(db, clock),
         relationships=SqlRelationshipRepository(db, clock),
         runs=SqlProcessingRunRepository(db),
         model_versions=SqlModelVersionRepository(db),
@@ -339,13 +344,21 @@ def _build_ingestion(
 def _build_knowledge(
     repos: Repositories, pipeline: Pipeline, items: ItemCatalog, analysis: AnalysisService
 ) -> None:
-    """The knowledge stages after embedding: entities (then claims and relationships)."""
+    """The knowledge stages after embedding: entities, then claims and contradictions."""
     pipeline.add(
         EntityStage(
             chunks=repos.chunks,
             entities=repos.entities,
             extractor=DeterministicExtractor(),
             analysis=analysis,
+        )
+    )
+    pipeline.add(
+        ClaimStage(
+            items=repos.items,
+            chunks=repos.chunks,
+            entities=repos.entities,
+            claims=repos.claims,
         )
     )
     # Observations go with the item's row (ON DELETE CASCADE); the hook also recounts the

@@ -11,7 +11,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from relata.domain.vocabulary import ClaimNature, RelationshipType, RunOutcome
+from relata.domain.vocabulary import (
+    ClaimNature,
+    ContradictionStatus,
+    RelationshipType,
+    Resolution,
+    RunOutcome,
+)
 from relata.domain.vocabulary import EntityType as EntityType  # re-exported: entities use it
 
 JSONDict = dict[str, Any]
@@ -224,10 +230,13 @@ class EntityAlias:
 
 @dataclass(frozen=True, slots=True)
 class Claim:
+    """A statement an item makes about a subject (an entity it names): the exact quotation
+    at ``item.text[start:end]``, its nature, and the facets comparison uses."""
+
     id: str
     workspace_id: str
     item_id: str
-    subject: str
+    subject: str  # the subject entity's normalised key
     statement: str
     nature: ClaimNature
     dedupe_key: str
@@ -236,6 +245,68 @@ class Claim:
     quotation: str | None = None
     confidence: float = 0.0
     extractor: str = "deterministic"
+    subject_name: str = ""
+    start: int = 0
+    end: int = 0
+    extractor_version: str = ""
+    #: A summary of the comparable facets (dates, quantities, polarity, direction, predicate).
+    facets: JSONDict = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimSide:
+    """One side of a contradiction: the claim and its item, quotation and offsets."""
+
+    claim_key: str
+    item_id: str
+    quotation: str
+    start: int
+    end: int
+    statement: str
+    conflict_start: int  # the conflicting words, item offsets
+    conflict_end: int
+
+
+@dataclass(frozen=True, slots=True)
+class FoundContradiction:
+    """What a detector found between two claims of different items about one subject."""
+
+    identity: str  # the pair, stable across reprocessing of unchanged text
+    content: str  # both claims' content: a change reopens a resolved contradiction
+    subject: str
+    subject_name: str
+    first: ClaimSide
+    second: ClaimSide
+    facet: str
+    reason: str
+    confidence: float
+    detector: str
+    detector_version: str
+
+
+@dataclass(frozen=True, slots=True)
+class Contradiction:
+    """A ledger entry: two claims that cannot both hold, why, and what a person decided."""
+
+    id: str
+    workspace_id: str
+    subject: str
+    subject_name: str
+    first: ClaimSide
+    second: ClaimSide
+    facet: str
+    reason: str
+    confidence: float
+    detector: str
+    detector_version: str
+    status: ContradictionStatus
+    created_at: datetime
+    resolution: Resolution | None = None
+    note: str | None = None
+    resolved_by: str | None = None
+    resolved_at: datetime | None = None
+    history: tuple[JSONDict, ...] = ()
+    updated_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,9 +20,11 @@ from relata.domain.models import (
     AuditEvent,
     Chunk,
     Claim,
+    Contradiction,
     Entity,
     EntityAlias,
     EntityObservation,
+    FoundContradiction,
     Item,
     ItemStatus,
     Job,
@@ -35,6 +37,7 @@ from relata.domain.models import (
     User,
     Workspace,
 )
+from relata.domain.vocabulary import ContradictionStatus, Resolution
 
 
 class Clock(Protocol):
@@ -191,6 +194,15 @@ class StageTransaction(Protocol):
         decided pair. Returns how many candidates were added or refreshed."""
         ...
 
+    def replace_claims(self, item_id: str, claims: Sequence[Claim]) -> None:
+        """The claims stage's result: the item's claims become exactly ``claims``."""
+        ...
+
+    def record_contradictions(self, found: Sequence[FoundContradiction]) -> int:
+        """Upsert contradictions on their identity: new ones open, decided ones kept, changed
+        ones reopened with their history. How many are new or reopened."""
+        ...
+
     def add_run(self, run: ProcessingRun) -> None: ...
     def set_item_status(
         self,
@@ -275,7 +287,47 @@ class ClaimRepository(Protocol):
     def replace_for_item(
         self, workspace_id: str, item_id: str, claims: Sequence[Claim]
     ) -> None: ...
-    def list_for_item(self, workspace_id: str, item_id: str) -> list[Claim]: ...
+    def list_for_item(self, workspace_id: str, item_id: str) -> builtins.list[Claim]: ...
+    def list_by_subjects(
+        self,
+        workspace_id: str,
+        subjects: Sequence[str],
+        *,
+        exclude_item: str | None = None,
+        limit: int = 2000,
+    ) -> builtins.list[Claim]:
+        """Claims of live items about any of ``subjects`` (by the subject index)."""
+        ...
+
+
+class ContradictionRepository(Protocol):
+    """The contradiction ledger (docs/decisions/0017); written by the claims stage through
+    its unit of work, resolved by a person through ``resolve``."""
+
+    def get(self, workspace_id: str, contradiction_id: str) -> Contradiction: ...
+    def list(
+        self,
+        workspace_id: str,
+        *,
+        status: ContradictionStatus | None = None,
+        subject: str | None = None,
+        item_id: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> builtins.list[Contradiction]: ...
+    def between_items(
+        self, workspace_id: str, item_ids: Sequence[str]
+    ) -> builtins.list[Contradiction]: ...
+    def open_counts(self, workspace_id: str, item_ids: Sequence[str]) -> dict[str, int]: ...
+    def resolve(
+        self,
+        workspace_id: str,
+        contradiction_id: str,
+        resolution: Resolution,
+        *,
+        by: str,
+        note: str | None = None,
+    ) -> Contradiction: ...
 
 
 class RelationshipRepository(Protocol):

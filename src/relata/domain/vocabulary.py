@@ -20,6 +20,7 @@ class StageKind(enum.StrEnum):
     CHUNK = "chunk"
     EMBED = "embed"
     ENTITIES = "entities"
+    CLAIMS = "claims"
 
     @property
     def job_kind(self) -> str:
@@ -86,3 +87,19 @@ class RelationshipType(enum.StrEnum):
     REFERENCES = "references"
     SHARES_SUBJECT = "shares_subject"
     SIMILAR = "similar"
+
+
+class ContradictionStatus(enum.StrEnum):
+    OPEN = "open"
+    RESOLVED = "resolved"
+
+
+class Resolution(enum.StrEnum):
+    """How a person resolved a contradiction (the ledger, docs/decisions/0017)."""
+
+    FIRST_CORRECT = "first_correct"
+    SECOND_CORRECT = "second_correct"
+    #: Both hold: a different time or context.
+    BOTH_VALID = "both_valid"
+    #: Dismissed: not proposed again while both claims are unchanged.
+    NOT_A_CONTRADICTION = "not_a_contradiction"

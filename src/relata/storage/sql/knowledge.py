@@ -1,4 +1,5 @@
-"""Claims and relationships: what is derived from items besides entities (``entities.py``).
+"""Relationships: scored, evidenced links between items (entities and claims have their own
+modules).
 
 The unique keys carry the idempotency rules: relationships upsert on (workspace,
 dedupe_key) and never overwrite a human review decision, only refresh the evidence.
@@ -14,82 +15,14 @@ import sqlalchemy as sa
 from relata.domain.clock import SystemClock
 from relata.domain.errors import NotFound
 from relata.domain.models import (
-    Claim,
     Relationship,
     ReviewStatus,
 )
 from relata.domain.ports import Clock
-from relata.domain.vocabulary import ClaimNature, RelationshipType
+from relata.domain.vocabulary import RelationshipType
 from relata.storage.sql.base import insert_for, ws_filter
 from relata.storage.sql.engine import Database
-from relata.storage.sql.errors import translate
-from relata.storage.sql.tables import claims, relationships
-
-
-def _claim(row: Any) -> Claim:
-    return Claim(
-        id=row.id,
-        workspace_id=row.workspace_id,
-        item_id=row.item_id,
-        subject=row.subject,
-        statement=row.statement,
-        nature=ClaimNature(row.nature),
-        dedupe_key=row.dedupe_key,
-        created_at=row.created_at,
-        chunk_id=row.chunk_id,
-        quotation=row.quotation,
-        confidence=row.confidence,
-        extractor=row.extractor,
-    )
-
-
-class SqlClaimRepository:
-    def __init__(self, db: Database) -> None:
-        self._db = db
-
-    def replace_for_item(self, workspace_id: str, item_id: str, new: Sequence[Claim]) -> None:
-        for c in new:
-            if c.workspace_id != workspace_id or c.item_id != item_id:
-                raise ValueError("claim does not belong to the item being replaced")
-        try:
-            with self._db.write() as conn:
-                conn.execute(
-                    claims.delete().where(
-                        ws_filter(claims, workspace_id), claims.c.item_id == item_id
-                    )
-                )
-                if new:
-                    conn.execute(
-                        claims.insert(),
-                        [
-                            {
-                                "id": c.id,
-                                "workspace_id": c.workspace_id,
-                                "item_id": c.item_id,
-                                "chunk_id": c.chunk_id,
-                                "subject": c.subject,
-                                "statement": c.statement,
-                                "nature": c.nature,
-                                "quotation": c.quotation,
-                                "confidence": c.confidence,
-                                "extractor": c.extractor,
-                                "dedupe_key": c.dedupe_key,
-                                "created_at": c.created_at,
-                            }
-                            for c in new
-                        ],
-                    )
-        except sa.exc.IntegrityError as exc:
-            raise translate(exc, "a claim with the same dedupe key already exists") from exc
-
-    def list_for_item(self, workspace_id: str, item_id: str) -> list[Claim]:
-        with self._db.read() as conn:
-            rows = conn.execute(
-                sa.select(claims)
-                .where(ws_filter(claims, workspace_id), claims.c.item_id == item_id)
-                .order_by(claims.c.created_at, claims.c.id)
-            ).all()
-        return [_claim(r) for r in rows]
+from relata.storage.sql.tables import relationships
 
 
 def _relationship(row: Any) -> Relationship:

@@ -320,17 +320,72 @@ claims = sa.Table(
         "item_id", sa.String(36), sa.ForeignKey("items.id", ondelete="CASCADE"), nullable=False
     ),
     sa.Column("chunk_id", sa.String(36)),
+    # The subject entity's normalised key: the index contradiction candidates come from.
     sa.Column("subject", sa.String(400), nullable=False),
+    sa.Column("subject_name", sa.String(300), nullable=False, server_default=""),
     sa.Column("statement", sa.Text, nullable=False),
     sa.Column("nature", sa.String(32), nullable=False),
     sa.Column("quotation", sa.Text),
+    # item.text[start_offset:end_offset] == quotation
+    sa.Column("start_offset", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("end_offset", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("facets", sa.JSON),
     sa.Column("confidence", sa.Float, nullable=False, server_default="0"),
     sa.Column("extractor", sa.String(200), nullable=False),
+    sa.Column("extractor_version", sa.String(64), nullable=False, server_default=""),
     sa.Column("dedupe_key", sa.String(64), nullable=False),
     _ts("created_at"),
     sa.Index(None, "workspace_id", "subject"),
     sa.Index(None, "workspace_id", "item_id"),
     sa.UniqueConstraint("workspace_id", "dedupe_key"),
+)
+
+# The contradiction ledger. ``identity`` is the pair of claims (their items, subject and
+# places), stable while the text is; ``content`` is what both claims say: a resolved entry
+# whose content changes reopens (``history`` keeps what was decided before). Both items'
+# rows cascade: deleting an item removes its contradictions.
+contradictions = sa.Table(
+    "contradictions",
+    metadata,
+    _id(),
+    _ws(),
+    sa.Column("identity", sa.String(64), nullable=False),
+    sa.Column("content", sa.String(64), nullable=False),
+    sa.Column("subject", sa.String(400), nullable=False),
+    sa.Column("subject_name", sa.String(300), nullable=False),
+    sa.Column(
+        "first_item_id",
+        sa.String(36),
+        sa.ForeignKey("items.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    sa.Column(
+        "second_item_id",
+        sa.String(36),
+        sa.ForeignKey("items.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    # Each side: the claim's key, statement, quotation and offsets, and the conflicting words.
+    sa.Column("first", sa.JSON, nullable=False),
+    sa.Column("second", sa.JSON, nullable=False),
+    sa.Column("facet", sa.String(32), nullable=False),
+    sa.Column("reason", sa.String(500), nullable=False),
+    sa.Column("confidence", sa.Float, nullable=False),
+    sa.Column("detector", sa.String(64), nullable=False),
+    sa.Column("detector_version", sa.String(64), nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("resolution", sa.String(32)),
+    sa.Column("note", sa.String(1000)),
+    sa.Column("resolved_by", sa.String(100)),
+    _ts("resolved_at", nullable=True),
+    sa.Column("history", sa.JSON, nullable=False),
+    _ts("created_at"),
+    _ts("updated_at", nullable=True),
+    sa.UniqueConstraint("workspace_id", "identity"),
+    sa.Index(None, "workspace_id", "status", "confidence"),
+    sa.Index(None, "workspace_id", "first_item_id"),
+    sa.Index(None, "workspace_id", "second_item_id"),
+    sa.Index(None, "workspace_id", "subject"),
 )
 
 relationships = sa.Table(

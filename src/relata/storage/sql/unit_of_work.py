@@ -21,6 +21,8 @@ from sqlalchemy.engine import Connection
 from relata.domain.errors import DuplicateKey, LeaseLost, MissingWorkspace
 from relata.domain.models import (
     Chunk,
+    Claim,
+    FoundContradiction,
     ItemStatus,
     Job,
     JobStatus,
@@ -30,6 +32,7 @@ from relata.domain.models import (
 )
 from relata.domain.ports import Clock
 from relata.storage.sql.chunks import replace_chunks, stamp_embedding_model
+from relata.storage.sql.claims import record_contradictions, replace_item_claims
 from relata.storage.sql.engine import Database
 from relata.storage.sql.entities import replace_item_entities
 from relata.storage.sql.items import insert_run, set_item_status, store_parsed
@@ -81,6 +84,12 @@ class SqlStageTransaction:
         return replace_item_entities(
             self._conn, self._dialect, self._ws, item_id, mentions, aliases, self._now
         )
+
+    def replace_claims(self, item_id: str, claims: Sequence[Claim]) -> None:
+        replace_item_claims(self._conn, self._ws, item_id, claims, self._now)
+
+    def record_contradictions(self, found: Sequence[FoundContradiction]) -> int:
+        return record_contradictions(self._conn, self._dialect, self._ws, found, self._now)
 
     def add_run(self, run: ProcessingRun) -> None:
         self._own(run.workspace_id)

@@ -1,0 +1,268 @@
+"""The ``claims`` pipeline stage: an item's statements about its entities, and the
+contradictions between them and other items' claims (docs/decisions/0017).
+
+``ClaimStage.run`` reads the item's text, chunks and entity observations (the entities
+stage ran before it), extracts the deterministic claims (``extract_claims``: one per sentence
+that states something about an entity the sentence names, with its exact quotation and
+facets), then looks for contradictions: the candidates are the claims of *other* items about
+the same subjects (by the claims' subject index, never all pairs of the workspace), a subject
+being the entity's normalised key or one a person confirmed as its alias; each pair is
+compared facet by facet (``compare``: a different date for the same event, a quantity out of
+tolerance, opposite polarity or direction for the same predicate). Its result replaces the
+item's claims and upserts what it found into the ledger, in the stage's transaction: a
+resolution is never overwritten, a dismissed pair is not proposed again while both claims
+are unchanged, a changed claim reopens its contradictions with their history kept.
+
+It needs no model: the deterministic path is the whole of it without one.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from relata.claims.contradict import DETECTOR_VERSION, MAX_GROUP, Contradiction, compare
+from relata.claims.extract import EXTRACTOR_VERSION, ClaimDraft, Subject, extract_claims
+from relata.claims.facets import Facets, extract_facets
+from relata.domain.cancel import Cancel
+from relata.domain.models import Claim, ClaimSide, FoundContradiction
+from relata.domain.ports import (
+    ChunkRepository,
+    ClaimRepository,
+    EntityRepository,
+    ItemRepository,
+    StageTransaction,
+)
+from relata.domain.vocabulary import StageKind
+from relata.ids import new_id, pair_key
+from relata.pipeline import Requirement, StagePayload, StageResult
+
+#: Other items' claims compared with one item's, at most (the most confident first).
+MAX_CANDIDATES = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class _Subject:
+    start: int
+    end: int
+    name: str
+    normalised_key: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Chunk:
+    chunk_id: str
+    base_offset: int
+    text: str
+
+
+def facets_summary(draft: ClaimDraft) -> dict[str, Any]:
+    """What is stored of a claim's facets: enough to show them, and where its subject sits
+    in the quotation so the facets can be read again exactly."""
+    f = draft.facets
+    return {
+        "dates": [d.text for d in f.dates],
+        "quantities": [q.label() for q in f.quantities],
+        "polarity": str(f.polarity),
+        "direction": f.direction.name.lower() if f.direction is not None else None,
+        "predicate": f.predicate.key if f.predicate is not None else None,
+        "attached": draft.attached,
+        "subject_at": [draft.subject.start - draft.start, draft.subject.end - draft.start],
+    }
+
+
+def draft_of(claim: Claim) -> ClaimDraft:
+    """A stored claim as the detector compares it: its facets read again from its quotation."""
+    quotation = claim.quotation or claim.statement
+    at = claim.facets.get("subject_at") or [0, 0]
+    subject_end = int(at[1]) if len(at) == 2 else None
+    facets: Facets = extract_facets(quotation, subject_end=subject_end or None)
+    return ClaimDraft(
+        item_id=claim.item_id,
+        subject=Subject(
+            claim.subject_name, claim.subject, claim.start + int(at[0]), claim.start + int(at[1])
+        ),
+        statement=claim.statement,
+        nature=claim.nature,
+        quotation=quotation,
+        start=claim.start,
+        end=claim.end,
+        confidence=claim.confidence,
+        extractor=claim.extractor,
+        extractor_version=claim.extractor_version,
+        facets=facets,
+        chunk_id=claim.chunk_id,
+        attached=bool(claim.facets.get("attached", False)),
+    )
+
+
+def _side(draft: ClaimDraft, span: tuple[int, int]) -> ClaimSide:
+    return ClaimSide(
+        claim_key=draft.dedupe_key,
+        item_id=draft.item_id,
+        quotation=draft.quotation,
+        start=draft.start,
+        end=draft.end,
+        statement=draft.statement,
+        conflict_start=span[0],
+        conflict_end=span[1],
+    )
+
+
+def found_contradiction(c: Contradiction, subject: str) -> FoundContradiction:
+    """The ledger's form of a detected contradiction. Its identity is the pair of claims'
+    places (item, subject, offsets), so it survives reprocessing of unchanged text; its
+    content is what both claims say, so a changed claim is noticed."""
+    sides = sorted(
+        [(c.first, c.first_span), (c.second, c.second_span)],
+        key=lambda s: (s[0].item_id, s[0].start),
+    )
+    (a, a_span), (b, b_span) = sides
+    place = [f"{d.item_id}:{subject}:{d.start}:{d.end}" for d in (a, b)]
+    return FoundContradiction(
+        identity=pair_key("contradiction", *place),
+        content=pair_key("contradiction-content", a.dedupe_key, b.dedupe_key),
+        subject=subject,
+        subject_name=a.subject.name or b.subject.name,
+        first=_side(a, a_span),
+        second=_side(b, b_span),
+        facet=str(c.facet),
+        reason=c.reason,
+        confidence=c.confidence,
+        detector=c.detector,
+        detector_version=c.detector_version,
+    )
+
+
+class ClaimStage:
+    """``claims``: see the module docstring."""
+
+    kind = StageKind.CLAIMS
+    requires: frozenset[Requirement] = frozenset()
+
+    def __init__(
+        self,
+        *,
+        items: ItemRepository,
+        chunks: ChunkRepository,
+        entities: EntityRepository,
+        claims: ClaimRepository,
+    ) -> None:
+        self._items = items
+        self._chunks = chunks
+        self._entities = entities
+        self._claims = claims
+
+    @property
+    def versions(self) -> dict[str, str]:
+        return {"claim_extractor": EXTRACTOR_VERSION, "contradiction_detector": DETECTOR_VERSION}
+
+    def run(self, payload: StagePayload, cancel: Cancel) -> StageResult:
+        ws, item_id = payload.workspace_id, payload.item_id
+        item = self._items.get(ws, item_id)
+        text = item.text or ""
+        observations = self._entities.observations_for_item(ws, item_id)
+        entities = {
+            e.id: e
+            for e in self._entities.get_many(ws, sorted({o.entity_id for o in observations}))
+        }
+        mentions = [
+            _Subject(
+                o.start, o.end, entities[o.entity_id].name, entities[o.entity_id].normalised_key
+            )
+            for o in observations
+            if o.entity_id in entities and 0 <= o.start < o.end <= len(text)
+        ]
+        chunks = [
+            _Chunk(c.id, c.start_offset, c.text) for c in self._chunks.list_for_item(ws, item_id)
+        ]
+        drafts = extract_claims(item_id, text, mentions, chunks=chunks)
+        cancel.raise_if_cancelled()
+        canonical = self._canonical(ws, {e.normalised_key: e.id for e in entities.values()})
+        found = self._contradictions(ws, item_id, drafts, canonical)
+        cancel.raise_if_cancelled()
+        claims = [
+            Claim(
+                id=new_id(),
+                workspace_id=ws,
+                item_id=item_id,
+                subject=d.subject.key,
+                statement=d.statement,
+                nature=d.nature,
+                dedupe_key=d.dedupe_key,
+                created_at=item.ingested_at,
+                chunk_id=d.chunk_id,
+                quotation=d.quotation,
+                confidence=d.confidence,
+                extractor=d.extractor,
+                subject_name=d.subject.name,
+                start=d.start,
+                end=d.end,
+                extractor_version=d.extractor_version,
+                facets=facets_summary(d),
+            )
+            for d in drafts
+        ]
+
+        def write(tx: StageTransaction) -> None:
+            tx.replace_claims(item_id, claims)
+            tx.record_contradictions(found)
+
+        return StageResult(
+            write=write,
+            versions=self.versions,
+            details={"claims": len(claims), "contradictions": len(found)},
+        )
+
+    def _canonical(self, ws: str, keys: dict[str, str]) -> dict[str, str]:
+        """Subject key -> the key its group is compared under: a confirmed alias joins the
+        group of the smallest key among the entity and its aliases."""
+        if not keys:
+            return {}
+        aliased = self._entities.confirmed_alias_ids(ws, list(keys.values()))
+        others = {i for ids in aliased.values() for i in ids}
+        names = {e.id: e.normalised_key for e in self._entities.get_many(ws, sorted(others))}
+        out: dict[str, str] = {}
+        for key, entity_id in keys.items():
+            group = {key, *(names[o] for o in aliased.get(entity_id, ()) if o in names)}
+            canon = min(group)
+            for member in group:
+                out[member] = min(out.get(member, canon), canon)
+        return out
+
+    def _contradictions(
+        self,
+        ws: str,
+        item_id: str,
+        drafts: Sequence[ClaimDraft],
+        canonical: dict[str, str],
+    ) -> list[FoundContradiction]:
+        def key(d: ClaimDraft) -> str:
+            return canonical.get(d.subject.key, d.subject.key)
+
+        mine: dict[str, list[ClaimDraft]] = defaultdict(list)
+        for d in drafts:
+            if d.facets.assertive:
+                mine[key(d)].append(d)
+        if not mine:
+            return []
+        subjects = sorted(set(canonical) | {d.subject.key for d in drafts})
+        theirs: dict[str, list[ClaimDraft]] = defaultdict(list)
+        for claim in self._claims.list_by_subjects(
+            ws, subjects, exclude_item=item_id, limit=MAX_CANDIDATES
+        ):
+            draft = draft_of(claim)
+            group = theirs[canonical.get(draft.subject.key, draft.subject.key)]
+            if len(group) < MAX_GROUP and draft.facets.assertive:
+                group.append(draft)
+        found: dict[str, FoundContradiction] = {}
+        for subject, own in mine.items():
+            for a in own:
+                for b in theirs.get(subject, ()):
+                    c = compare(a, b)
+                    if c is not None:
+                        f = found_contradiction(c, subject)
+                        found.setdefault(f.identity, f)
+        return sorted(found.values(), key=lambda f: -f.confidence)

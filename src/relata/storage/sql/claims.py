@@ -1,0 +1,406 @@
+"""Claims and the contradiction ledger (docs/decisions/0017-claims-and-contradictions.md).
+
+``replace_item_claims`` and ``record_contradictions`` are what the claims stage commits in its
+unit of work: the item's claims become exactly the new ones (``ReplaceForItem``; the
+workspace-unique ``dedupe_key`` makes a repeated statement one claim), and each contradiction
+found is upserted on its pair ``identity``: a new one is ``open``; one seen again with the same
+``content`` keeps whatever a person decided (a resolution is never overwritten, and a pair
+dismissed as ``not_a_contradiction`` is not proposed again); one whose content changed is
+reopened, with the earlier decision kept in its ``history``.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from relata.domain.clock import SystemClock
+from relata.domain.errors import NotFound, ValidationError
+from relata.domain.models import Claim, ClaimSide, Contradiction, FoundContradiction
+from relata.domain.ports import Clock
+from relata.domain.vocabulary import ClaimNature, ContradictionStatus, Resolution
+from relata.ids import new_id
+from relata.storage.sql.base import insert_for, ws_filter
+from relata.storage.sql.engine import Database
+from relata.storage.sql.tables import claims, contradictions, items
+
+_MAX_PAGE = 1000
+_ID_BATCH = 500
+_MAX_HISTORY = 50
+
+
+def _claim(row: Any) -> Claim:
+    return Claim(
+        id=row.id,
+        workspace_id=row.workspace_id,
+        item_id=row.item_id,
+        subject=row.subject,
+        statement=row.statement,
+        nature=ClaimNature(row.nature),
+        dedupe_key=row.dedupe_key,
+        created_at=row.created_at,
+        chunk_id=row.chunk_id,
+        quotation=row.quotation,
+        confidence=row.confidence,
+        extractor=row.extractor,
+        subject_name=row.subject_name,
+        start=row.start_offset,
+        end=row.end_offset,
+        extractor_version=row.extractor_version,
+        facets=dict(row.facets or {}),
+    )
+
+
+def _side_row(side: ClaimSide) -> dict[str, Any]:
+    return {
+        "claim_key": side.claim_key,
+        "item_id": side.item_id,
+        "quotation": side.quotation,
+        "start": side.start,
+        "end": side.end,
+        "statement": side.statement,
+        "conflict_start": side.conflict_start,
+        "conflict_end": side.conflict_end,
+    }
+
+
+def _side(data: Any) -> ClaimSide:
+    d = dict(data or {})
+    return ClaimSide(
+        claim_key=str(d.get("claim_key", "")),
+        item_id=str(d.get("item_id", "")),
+        quotation=str(d.get("quotation", "")),
+        start=int(d.get("start", 0)),
+        end=int(d.get("end", 0)),
+        statement=str(d.get("statement", "")),
+        conflict_start=int(d.get("conflict_start", 0)),
+        conflict_end=int(d.get("conflict_end", 0)),
+    )
+
+
+def _contradiction(row: Any) -> Contradiction:
+    return Contradiction(
+        id=row.id,
+        workspace_id=row.workspace_id,
+        subject=row.subject,
+        subject_name=row.subject_name,
+        first=_side(row.first),
+        second=_side(row.second),
+        facet=row.facet,
+        reason=row.reason,
+        confidence=row.confidence,
+        detector=row.detector,
+        detector_version=row.detector_version,
+        status=ContradictionStatus(row.status),
+        created_at=row.created_at,
+        resolution=Resolution(row.resolution) if row.resolution else None,
+        note=row.note,
+        resolved_by=row.resolved_by,
+        resolved_at=row.resolved_at,
+        history=tuple(dict(h) for h in (row.history or [])),
+        updated_at=row.updated_at,
+    )
+
+
+# ---------------------------------------------------------------- statements on a connection
+def replace_item_claims(
+    conn: Connection, workspace_id: str, item_id: str, new: Sequence[Claim], now: datetime
+) -> None:
+    """The item's claims become exactly ``new`` (``NotFound`` when the item is gone)."""
+    for c in new:
+        if c.workspace_id != workspace_id or c.item_id != item_id:
+            raise ValueError("claim does not belong to the item being replaced")
+    live = conn.execute(
+        sa.select(items.c.id).where(
+            ws_filter(items, workspace_id), items.c.id == item_id, items.c.deleted_at.is_(None)
+        )
+    ).first()
+    if live is None:
+        raise NotFound("item not found")
+    conn.execute(
+        claims.delete().where(ws_filter(claims, workspace_id), claims.c.item_id == item_id)
+    )
+    if new:
+        conn.execute(
+            claims.insert(),
+            [
+                {
+                    "id": c.id,
+                    "workspace_id": c.workspace_id,
+                    "item_id": c.item_id,
+                    "chunk_id": c.chunk_id,
+                    "subject": c.subject[:400],
+                    "subject_name": c.subject_name[:300],
+                    "statement": c.statement,
+                    "nature": str(c.nature),
+                    "quotation": c.quotation,
+                    "start_offset": c.start,
+                    "end_offset": c.end,
+                    "facets": dict(c.facets),
+                    "confidence": c.confidence,
+                    "extractor": c.extractor,
+                    "extractor_version": c.extractor_version,
+                    "dedupe_key": c.dedupe_key,
+                    "created_at": now,
+                }
+                for c in new
+            ],
+        )
+
+
+def record_contradictions(
+    conn: Connection,
+    dialect: str,
+    workspace_id: str,
+    found: Sequence[FoundContradiction],
+    now: datetime,
+) -> int:
+    """Upsert what the detector found (see the module docstring); how many are new or
+    reopened."""
+    changed = 0
+    for f in found:
+        values = {
+            "subject": f.subject[:400],
+            "subject_name": f.subject_name[:300],
+            "first_item_id": f.first.item_id,
+            "second_item_id": f.second.item_id,
+            "first": _side_row(f.first),
+            "second": _side_row(f.second),
+            "facet": f.facet,
+            "reason": f.reason[:500],
+            "confidence": f.confidence,
+            "detector": f.detector,
+            "detector_version": f.detector_version,
+        }
+        ins = insert_for(dialect, contradictions).values(
+            id=new_id(),
+            workspace_id=workspace_id,
+            identity=f.identity,
+            content=f.content,
+            status=ContradictionStatus.OPEN.value,
+            history=[{"at": now.isoformat(), "event": "detected"}],
+            created_at=now,
+            updated_at=now,
+            **values,
+        )
+        if conn.execute(ins.on_conflict_do_nothing()).rowcount == 1:
+            changed += 1
+            continue
+        row = conn.execute(
+            sa.select(contradictions).where(
+                ws_filter(contradictions, workspace_id), contradictions.c.identity == f.identity
+            )
+        ).one()
+        update: dict[str, Any] = {"reason": values["reason"], "confidence": f.confidence}
+        if row.content != f.content:
+            update |= values | {"content": f.content, "updated_at": now}
+            history = list(row.history or [])
+            event: dict[str, Any] = {"at": now.isoformat(), "event": "claims changed"}
+            if row.status == ContradictionStatus.RESOLVED.value:
+                event |= {
+                    "event": "reopened: claims changed",
+                    "previous_resolution": row.resolution,
+                    "previous_note": row.note,
+                    "previous_resolved_by": row.resolved_by,
+                }
+                update |= {
+                    "status": ContradictionStatus.OPEN.value,
+                    "resolution": None,
+                    "note": None,
+                    "resolved_by": None,
+                    "resolved_at": None,
+                }
+            update["history"] = [*history, event][-_MAX_HISTORY:]
+            changed += 1
+        conn.execute(contradictions.update().where(contradictions.c.id == row.id).values(**update))
+    return changed
+
+
+# ---------------------------------------------------------------- the repositories
+class SqlClaimRepository:
+    def __init__(self, db: Database, clock: Clock | None = None) -> None:
+        self._db = db
+        self._clock = clock or SystemClock()
+
+    def replace_for_item(self, workspace_id: str, item_id: str, new: Sequence[Claim]) -> None:
+        with self._db.write() as conn:
+            replace_item_claims(conn, workspace_id, item_id, new, self._clock.now())
+
+    def list_for_item(self, workspace_id: str, item_id: str) -> builtins.list[Claim]:
+        with self._db.read() as conn:
+            rows = conn.execute(
+                sa.select(claims)
+                .where(ws_filter(claims, workspace_id), claims.c.item_id == item_id)
+                .order_by(claims.c.start_offset, claims.c.id)
+            ).all()
+        return [_claim(r) for r in rows]
+
+    def list_by_subjects(
+        self,
+        workspace_id: str,
+        subjects: Sequence[str],
+        *,
+        exclude_item: str | None = None,
+        limit: int = 2000,
+    ) -> builtins.list[Claim]:
+        """Claims of live items about any of ``subjects`` (the ``(workspace, subject)``
+        index): the candidates a new item's claims are compared with."""
+        wanted = sorted(set(subjects))[:_ID_BATCH]
+        if not wanted:
+            ws_filter(claims, workspace_id)
+            return []
+        q = (
+            sa.select(claims)
+            .join(items, items.c.id == claims.c.item_id)
+            .where(
+                ws_filter(claims, workspace_id),
+                claims.c.subject.in_(wanted),
+                items.c.deleted_at.is_(None),
+            )
+            .order_by(claims.c.confidence.desc(), claims.c.id)
+            .limit(max(1, limit))
+        )
+        if exclude_item is not None:
+            q = q.where(claims.c.item_id != exclude_item)
+        with self._db.read() as conn:
+            return [_claim(r) for r in conn.execute(q)]
+
+
+class SqlContradictionRepository:
+    def __init__(self, db: Database, clock: Clock | None = None) -> None:
+        self._db = db
+        self._clock = clock or SystemClock()
+
+    def get(self, workspace_id: str, contradiction_id: str) -> Contradiction:
+        with self._db.read() as conn:
+            row = conn.execute(
+                sa.select(contradictions).where(
+                    ws_filter(contradictions, workspace_id),
+                    contradictions.c.id == contradiction_id,
+                )
+            ).first()
+        if row is None:
+            raise NotFound("contradiction not found")
+        return _contradiction(row)
+
+    def list(
+        self,
+        workspace_id: str,
+        *,
+        status: ContradictionStatus | None = None,
+        subject: str | None = None,
+        item_id: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> builtins.list[Contradiction]:
+        q = sa.select(contradictions).where(ws_filter(contradictions, workspace_id))
+        if status is not None:
+            q = q.where(contradictions.c.status == status.value)
+        if subject is not None:
+            q = q.where(contradictions.c.subject == subject)
+        if item_id is not None:
+            q = q.where(
+                sa.or_(
+                    contradictions.c.first_item_id == item_id,
+                    contradictions.c.second_item_id == item_id,
+                )
+            )
+        q = q.order_by(contradictions.c.confidence.desc(), contradictions.c.id)
+        q = q.limit(max(1, min(limit, _MAX_PAGE))).offset(max(0, offset))
+        with self._db.read() as conn:
+            return [_contradiction(r) for r in conn.execute(q)]
+
+    def between_items(
+        self, workspace_id: str, item_ids: Sequence[str]
+    ) -> builtins.list[Contradiction]:
+        """Contradictions whose two sides are both among ``item_ids`` (an answer's sources)."""
+        ids = sorted(set(item_ids))[:_ID_BATCH]
+        if len(ids) < 2:
+            ws_filter(contradictions, workspace_id)
+            return []
+        q = (
+            sa.select(contradictions)
+            .where(
+                ws_filter(contradictions, workspace_id),
+                contradictions.c.first_item_id.in_(ids),
+                contradictions.c.second_item_id.in_(ids),
+            )
+            .order_by(contradictions.c.confidence.desc(), contradictions.c.id)
+            .limit(_MAX_PAGE)
+        )
+        with self._db.read() as conn:
+            return [_contradiction(r) for r in conn.execute(q)]
+
+    def open_counts(self, workspace_id: str, item_ids: Sequence[str]) -> dict[str, int]:
+        """For each of ``item_ids``, how many open contradictions involve it."""
+        ids = sorted(set(item_ids))[:_ID_BATCH]
+        counts: dict[str, int] = {}
+        if not ids:
+            ws_filter(contradictions, workspace_id)
+            return counts
+        with self._db.read() as conn:
+            for column in (contradictions.c.first_item_id, contradictions.c.second_item_id):
+                for item_id, n in conn.execute(
+                    sa.select(column, sa.func.count())
+                    .where(
+                        ws_filter(contradictions, workspace_id),
+                        contradictions.c.status == ContradictionStatus.OPEN.value,
+                        column.in_(ids),
+                    )
+                    .group_by(column)
+                ):
+                    counts[item_id] = counts.get(item_id, 0) + int(n)
+        return counts
+
+    def resolve(
+        self,
+        workspace_id: str,
+        contradiction_id: str,
+        resolution: Resolution,
+        *,
+        by: str,
+        note: str | None = None,
+    ) -> Contradiction:
+        """Record a person's resolution; the entry is ``resolved`` and its history grows."""
+        if note is not None and len(note) > 1000:
+            raise ValidationError("note must be at most 1000 characters", field="note")
+        now = self._clock.now()
+        with self._db.write() as conn:
+            row = conn.execute(
+                sa.select(contradictions).where(
+                    ws_filter(contradictions, workspace_id),
+                    contradictions.c.id == contradiction_id,
+                )
+            ).first()
+            if row is None:
+                raise NotFound("contradiction not found")
+            event = {
+                "at": now.isoformat(),
+                "event": "resolved",
+                "resolution": resolution.value,
+                "by": by[:100],
+            }
+            if note:
+                event["note"] = note
+            conn.execute(
+                contradictions.update()
+                .where(contradictions.c.id == contradiction_id)
+                .values(
+                    status=ContradictionStatus.RESOLVED.value,
+                    resolution=resolution.value,
+                    note=note,
+                    resolved_by=by[:100],
+                    resolved_at=now,
+                    history=[*(row.history or []), event][-_MAX_HISTORY:],
+                    updated_at=now,
+                )
+            )
+            updated = conn.execute(
+                sa.select(contradictions).where(contradictions.c.id == contradiction_id)
+            ).one()
+        return _contradiction(updated)
