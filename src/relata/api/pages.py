@@ -69,6 +69,7 @@ _INDEX = """<!doctype html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Relata</title>
+<link rel="icon" type="image/png" href="{assets}favicon-32x32.png">
 </head>
 <body>
 <main>
@@ -112,7 +113,8 @@ _DOCS = """<!doctype html>
 
 @router.get("/")
 def index() -> HTMLResponse:
-    return HTMLResponse(_INDEX.format(version=html.escape(relata.__version__), openapi=OPENAPI_URL))
+    version = html.escape(relata.__version__)
+    return HTMLResponse(_INDEX.format(version=version, openapi=OPENAPI_URL, assets=ASSETS_PREFIX))
 
 
 @router.get("/docs")
