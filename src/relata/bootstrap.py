@@ -12,6 +12,7 @@ from typing import Any
 
 from relata.analysis.factory import build_analysis
 from relata.analysis.service import AnalysisService
+from relata.claims.service import ClaimService
 from relata.claims.stage import ClaimStage
 from relata.concurrency import AiCallLimiter
 from relata.config.settings import Settings
@@ -152,6 +153,8 @@ class Container:
     model_status: ModelStatusService
     # Entities, their observations and the aliases people decide on.
     entities: EntityService
+    # Claims and the contradiction ledger.
+    claims: ClaimService
     extras: dict[str, Any] = field(default_factory=dict)
 
     def close(self) -> None:
@@ -299,6 +302,7 @@ def build(
             reembedder=reembed,
         ),
         entities=EntityService(repos.entities, repos.items),
+        claims=ClaimService(repos.claims, repos.contradictions, repos.items),
     )
 
 

@@ -21,6 +21,7 @@ from types import ModuleType
 
 from relata.cli import (
     admin,
+    claims,
     entities,
     ingest,
     inspect,
@@ -56,6 +57,7 @@ _COMMANDS: tuple[ModuleType | Deferred, ...] = (
     search,
     _ASK,
     entities,
+    claims,
     reembed,
     _BENCH,
     admin,

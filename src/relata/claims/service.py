@@ -1,0 +1,99 @@
+"""The claim and contradiction use cases behind ``/api/v1/claims``, ``/api/v1/contradictions``
+and ``relata claims|contradictions|resolve``.
+
+Everything is workspace-scoped through the repositories (another workspace's contradiction
+is ``NotFound`` like a missing one). A resolution is a person's: ``first_correct``,
+``second_correct``, ``both_valid`` (a different time or context) or ``not_a_contradiction``
+(dismissed: not proposed again while both claims are unchanged), with an optional note; it
+is never overwritten by reprocessing.
+"""
+
+from __future__ import annotations
+
+import builtins
+
+from relata.domain.errors import ValidationError
+from relata.domain.models import Claim, Contradiction
+from relata.domain.ports import ClaimRepository, ContradictionRepository, ItemRepository
+from relata.domain.vocabulary import ContradictionStatus, Resolution
+from relata.entities.normalise import normalise_name
+
+MAX_PAGE = 1000
+MAX_OFFSET = 1_000_000
+MAX_NOTE = 1000
+
+
+class ClaimService:
+    def __init__(
+        self,
+        claims: ClaimRepository,
+        contradictions: ContradictionRepository,
+        items: ItemRepository,
+    ) -> None:
+        self._claims = claims
+        self._contradictions = contradictions
+        self._items = items
+
+    def for_item(self, workspace_id: str, item_id: str) -> builtins.list[Claim]:
+        self._items.get(workspace_id, item_id)  # NotFound for a missing item, not []
+        return self._claims.list_for_item(workspace_id, item_id)
+
+    def about(self, workspace_id: str, subject: str, *, limit: int = 200) -> builtins.list[Claim]:
+        """Claims about the entity named ``subject`` (its normalised name)."""
+        key = _subject_key(subject)
+        return self._claims.list_by_subjects(workspace_id, [key], limit=min(limit, MAX_PAGE))
+
+    def contradictions(
+        self,
+        workspace_id: str,
+        *,
+        status: ContradictionStatus | None = None,
+        subject: str | None = None,
+        item_id: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> builtins.list[Contradiction]:
+        if not 1 <= limit <= MAX_PAGE:
+            raise ValidationError(f"limit must be 1-{MAX_PAGE}", field="limit")
+        if not 0 <= offset <= MAX_OFFSET:
+            raise ValidationError(f"offset must be 0-{MAX_OFFSET}", field="offset")
+        return self._contradictions.list(
+            workspace_id,
+            status=status,
+            subject=_subject_key(subject) if subject else None,
+            item_id=item_id,
+            limit=limit,
+            offset=offset,
+        )
+
+    def get(self, workspace_id: str, contradiction_id: str) -> Contradiction:
+        return self._contradictions.get(workspace_id, contradiction_id)
+
+    def resolve(
+        self,
+        workspace_id: str,
+        contradiction_id: str,
+        resolution: Resolution,
+        *,
+        by: str,
+        note: str | None = None,
+    ) -> Contradiction:
+        if note is not None and len(note) > MAX_NOTE:
+            raise ValidationError(f"note must be at most {MAX_NOTE} characters", field="note")
+        return self._contradictions.resolve(
+            workspace_id, contradiction_id, resolution, by=by, note=note.strip() if note else None
+        )
+
+    def between(self, workspace_id: str, item_ids: list[str]) -> builtins.list[Contradiction]:
+        """The contradictions recorded between these items (an answer's sources)."""
+        return self._contradictions.between_items(workspace_id, item_ids)
+
+    def open_counts(self, workspace_id: str, item_ids: list[str]) -> dict[str, int]:
+        return self._contradictions.open_counts(workspace_id, item_ids)
+
+
+def _subject_key(subject: str) -> str:
+    key = normalise_name(subject)
+    if not key:
+        raise ValidationError("subject has no letters or digits to match", field="subject")
+    return key
