@@ -269,6 +269,7 @@ def build(
         embedder,
         FusionConfig.from_settings(settings),
         entities=repos.entities,
+        contradictions=repos.contradictions,
     )
     return Container(
         settings=settings,
@@ -290,7 +291,7 @@ def build(
         items=items,
         pipeline=pipeline,
         search=search,
-        answers=AnswerService(search, analysis),
+        answers=AnswerService(search, analysis, repos.contradictions),
         reembed=reembed,
         model_status=ModelStatusService(
             configured_dimensions=settings.embedding_dimensions,

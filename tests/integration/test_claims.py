@@ -193,3 +193,28 @@ def test_the_api_lists_resolves_and_shows_claims(c: Container) -> None:
             f"/api/v1/contradictions/{planted.id}/resolution", json={"resolution": "maybe"}
         )
         assert bad.status_code == 400
+
+
+def test_answers_and_search_show_the_disagreement_without_a_model(c: Container) -> None:
+    from relata.search.service import SearchQuery
+
+    ws = workspace_id(c)
+    _seed(c, ws)
+    planted = _planted(c, ws)
+    sides = {planted.first.item_id, planted.second.item_id}
+    response = c.search.search(ws, SearchQuery(text="Sabrewing Array grid operation"))
+    flagged = {r.item.id: r.open_contradictions for r in response.results}
+    assert all(flagged.get(i) == 1 for i in sides)
+    assert all(n == 0 for i, n in flagged.items() if i not in sides)
+
+    answer = c.answers.answer(ws, "When did the Sabrewing Array begin operating?")
+    assert answer.status == "unavailable" and answer.reason == "analysis_disabled"
+    assert sides <= {s.item_id for s in answer.sources}
+    assert [x.id for x in answer.contradictions] == [planted.id]
+    shown = answer.contradictions[0]
+    for side in (shown.first, shown.second):
+        assert _text(c, ws, side.item_id)[side.start : side.end] == side.quotation
+
+    c.claims.resolve(ws, planted.id, Resolution.BOTH_VALID, by="tester")
+    after = c.search.search(ws, SearchQuery(text="Sabrewing Array grid operation"))
+    assert all(r.open_contradictions == 0 for r in after.results)

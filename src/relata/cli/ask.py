@@ -72,3 +72,16 @@ def print_answer(ans: Answer, out: TextIO) -> None:
         snippet = clip_words(s.excerpt, _SNIPPET_CHARS)
         print(f"  [{s.ref}] {s.title}  item={s.item_id}  score={s.score:.4f}", file=out)
         print(f"       {snippet}", file=out)
+    if ans.contradictions:
+        titles = {src.item_id: src.title for src in ans.sources}
+        n = len(ans.contradictions)
+        print(
+            f"\nthe sources disagree ({n} {'contradiction' if n == 1 else 'contradictions'}):",
+            file=out,
+        )
+        for x in ans.contradictions:
+            state = x.status.value + (f" as {x.resolution.value}" if x.resolution else "")
+            print(f"  {x.subject_name}: {x.facet} ({state})  id={x.id}", file=out)
+            for side in (x.first, x.second):
+                quote = clip_words(" ".join(side.quotation.split()), _SNIPPET_CHARS)
+                print(f"    {titles.get(side.item_id, side.item_id)}: “{quote}”", file=out)

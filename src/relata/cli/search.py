@@ -64,6 +64,9 @@ def _print(resp: SearchResponse, explain: bool) -> None:
     print(f"{plural(resp.total, 'result')}; showing {len(resp.results)}", file=out)
     for r in resp.results:
         print(f"\n{r.rank:>3}. {r.item.title}  [{r.item.source_type.value}]  id={r.item.id}")
+        if r.open_contradictions:
+            disputes = plural(r.open_contradictions, "open contradiction")
+            print(f"     disputed: {disputes} (`relata contradictions`)")
         for e in r.excerpts[:1]:
             print(f"     {clip_words(e.text, _SNIPPET_CHARS)}")
         if explain:

@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from relata.schemas.claims import ContradictionOut, contradiction_out
 from relata.search.answers import Answer
 
 
@@ -45,10 +46,10 @@ class AnswerOut(BaseModel):
         description="Citations naming no supplied source (fabricated); dropped, never shown."
     )
     sources: list[SourceOut] = Field(description="Every retrieved excerpt, in rank order.")
-    contradictions: list[dict[str, Any]] = Field(
+    contradictions: list[ContradictionOut] = Field(
         default_factory=list,
-        description="Contradictions recorded between the sources. Always empty until "
-        "relationship discovery records them (the relationships issue).",
+        description="Contradictions recorded between the sources, each with both quotations "
+        "(deterministic: returned with or without a model).",
     )
 
 
@@ -77,5 +78,5 @@ def to_out(ans: Answer) -> AnswerOut:
             )
             for s in ans.sources
         ],
-        contradictions=[],
+        contradictions=[contradiction_out(x) for x in ans.contradictions],
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from relata.domain.errors import ValidationError
 from relata.domain.models import SourceType
@@ -55,6 +55,10 @@ class ResultOut(BaseModel):
     item: ResultItemOut
     excerpts: list[ExcerptOut]
     explanation: ExplanationOut
+    open_contradictions: int = Field(
+        default=0, description="open contradictions (the ledger) involving this item"
+    )
+    contradicted: bool = Field(default=False, description="open_contradictions > 0")
 
 
 class SearchOut(BaseModel):
@@ -93,6 +97,8 @@ def to_out(resp: SearchResponse) -> SearchOut:
         results=[
             ResultOut(
                 rank=r.rank,
+                open_contradictions=r.open_contradictions,
+                contradicted=r.open_contradictions > 0,
                 score=r.score,
                 item=ResultItemOut(
                     id=r.item.id,

@@ -28,13 +28,15 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final, Literal
 
 from relata.analysis.errors import AnalysisDisabled
 from relata.analysis.service import AnalysisService
 from relata.domain.cancel import Cancel
 from relata.domain.errors import ValidationError
+from relata.domain.models import Contradiction
+from relata.domain.ports import ContradictionRepository
 from relata.search.service import MAX_QUERY_CHARS, SearchQuery, SearchResult, SearchService
 
 log = logging.getLogger(__name__)
@@ -84,12 +86,20 @@ class Answer:
     citations: tuple[Source, ...]
     dropped_citations: int
     sources: tuple[Source, ...]
+    #: Recorded between the sources (deterministic: with or without a model).
+    contradictions: tuple[Contradiction, ...] = ()
 
 
 class AnswerService:
-    def __init__(self, search: SearchService, analysis: AnalysisService) -> None:
+    def __init__(
+        self,
+        search: SearchService,
+        analysis: AnalysisService,
+        contradictions: ContradictionRepository | None = None,
+    ) -> None:
         self._search = search
         self._analysis = analysis
+        self._contradictions = contradictions
 
     def answer(
         self,
@@ -106,6 +116,9 @@ class AnswerService:
         start = time.monotonic()
         sources = self.retrieve(workspace_id, q, limit, cancel)
         result = self._answer(q, sources, cancel)
+        if self._contradictions is not None and sources:
+            between = self._contradictions.between_items(workspace_id, [s.item_id for s in sources])
+            result = replace(result, contradictions=tuple(between))
         log.info(
             "answer finished",
             extra={
@@ -116,6 +129,7 @@ class AnswerService:
                     "reason": result.reason,
                     "citations": len(result.citations),
                     "dropped_citations": result.dropped_citations,
+                    "contradictions": len(result.contradictions),
                     "elapsed_ms": round((time.monotonic() - start) * 1000, 1),
                 }
             },

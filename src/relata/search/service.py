@@ -23,7 +23,13 @@ from typing import Protocol
 from relata.domain.cancel import Cancel
 from relata.domain.errors import Unavailable, ValidationError
 from relata.domain.models import Chunk, Entity, Item, SourceType
-from relata.domain.ports import Embedder, EntityRepository, TextSearch, VectorStore
+from relata.domain.ports import (
+    ContradictionRepository,
+    Embedder,
+    EntityRepository,
+    TextSearch,
+    VectorStore,
+)
 from relata.domain.vocabulary import SearchLeg
 from relata.entities.normalise import normalise_name
 from relata.ranking.aggregate import ChunkHit, best_chunk_per_item
@@ -143,6 +149,8 @@ class SearchResult:
     score: float
     explanation: Explanation
     excerpts: tuple[Excerpt, ...]
+    #: Open contradictions (the ledger) involving this item.
+    open_contradictions: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,8 +177,10 @@ class SearchService:
         *,
         candidates: int = 100,
         entities: EntityRepository | None = None,
+        contradictions: ContradictionRepository | None = None,
     ) -> None:
         self._entities = entities
+        self._contradictions = contradictions
         self._items = items
         self._chunks = chunks
         self._text = text
@@ -281,6 +291,11 @@ class SearchService:
         t0 = time.perf_counter()
         excerpts = self._excerpts(workspace_id, query.text, page, highlights)
         timings["excerpts"] = _ms(t0)
+        disputed = (
+            self._contradictions.open_counts(workspace_id, [r.id for r in page])
+            if self._contradictions is not None and page
+            else {}
+        )
         results = tuple(
             SearchResult(
                 item=live[r.id],
@@ -288,6 +303,7 @@ class SearchService:
                 score=r.score,
                 explanation=r.explanation,
                 excerpts=excerpts.get(r.id, ()),
+                open_contradictions=disputed.get(r.id, 0),
             )
             for i, r in enumerate(page)
         )
