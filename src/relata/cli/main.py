@@ -44,7 +44,9 @@ class Deferred:
 
 _ASK = Deferred("ask", "relata.cli.ask", "answer a question from a workspace, citing its sources")
 _BENCH = Deferred(
-    "bench", "relata.cli.bench", "benchmarks: ingestion, embedding, retrieval, entities"
+    "bench",
+    "relata.cli.bench",
+    "benchmarks: ingestion, embedding, retrieval, entities, contradictions",
 )
 
 _COMMANDS: tuple[ModuleType | Deferred, ...] = (
