@@ -8,7 +8,7 @@ chosen in exactly one place, ``relata.api.errors``.
     ├── ConfigError              a setting has a bad value (start-up stops)
     ├── ValidationError          caller input is wrong; names the field
     │   ├── UnsupportedContent   upload content type rejected (415)
-    │   └── TooLarge             upload over RELATA_MAX_UPLOAD_BYTES (413)
+    │   └── TooLarge             upload over a size limit (413)
     ├── NotFound                 missing, or in another workspace (indistinguishable)
     ├── Conflict
     │   ├── DuplicateItem        same bytes already live in the workspace

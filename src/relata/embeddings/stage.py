@@ -9,8 +9,8 @@ bounded, so the context never crowds out the text (the local model reads 256 tok
 re-embed job (``relata.embeddings.reembed``) and ``relata bench embed``: it checks the
 embedder's width against the store's first (another width is ``Permanent``, naming the fix,
 and nothing is written), embeds up to ``max(256, RELATA_EMBEDDING_BATCH_SIZE)`` passages per
-call (the embedder cuts them into batches of RELATA_EMBEDDING_BATCH_SIZE, the local one sorted
-by length), passing the job's ``cancel`` every time, and upserts each group's vectors with the
+call (the embedder cuts them into batches of at most RELATA_EMBEDDING_BATCH_SIZE texts and,
+for the local one, RELATA_EMBEDDING_BATCH_TOKENS padded tokens, sorted by length), passing the job's ``cancel`` every time, and upserts each group's vectors with the
 thin payload. Chunk ids are point ids, so running it again overwrites in place.
 
 ``EmbedStage`` (``relata.pipeline.Stage``, requires an embedder) reads the item's chunks once
