@@ -13,6 +13,7 @@ from relata.analysis.answer import (
     NEUTRALISED,
     Excerpt,
     build_answer_prompt,
+    find_markers,
     new_boundary_token,
     resolve_answer,
 )
@@ -212,6 +213,44 @@ def test_invalid_replies_are_unavailable_with_their_reason(raw: str, reason: str
 def test_fenced_reply_is_accepted() -> None:
     raw = "```json\n" + reply("The contract was signed in 2021.", citations=["S1"]) + "\n```"
     assert resolve_answer(raw, ["S1"]).status == "ok"
+
+
+# ---------------------------------------------------------------- inline citations
+def test_the_system_message_asks_for_the_refs_after_every_sentence() -> None:
+    system, user = build_answer_prompt("When was it signed?", EXCERPTS, token=TOKEN)
+    assert "End every sentence with the ref" in system.content and "[S1]" in system.content
+    assert "untrusted" in system.content  # the defences are still there
+    assert "square brackets" not in user.content  # and no instruction travels with the data
+
+
+def test_inline_markers_are_citations_with_their_offsets() -> None:
+    answer = "The contract was signed on 3 March 2021 [S1]. Revenue was a record [S1, S2]."
+    result = resolve_answer(reply(answer, citations=["S1"]), ["S1", "S2"])
+    assert result.status == "ok" and result.answer == answer
+    assert result.citations == ("S1", "S2")  # S2 is cited inline only
+    assert [(answer[m.start : m.end], m.refs) for m in result.markers] == [
+        ("[S1]", ("S1",)),
+        ("[S1, S2]", ("S1", "S2")),
+    ]
+    assert result.dropped_citations == 0
+
+
+def test_inline_markers_cite_even_when_the_list_is_empty() -> None:
+    result = resolve_answer(reply("The contract was signed in 2021 [S1].", citations=[]), ["S1"])
+    assert result.status == "ok" and result.citations == ("S1",)
+
+
+def test_an_unsupplied_inline_ref_is_dropped_and_counted_once() -> None:
+    answer = "The contract was signed in 2021 [S1][S7]. It was renewed [S7]."
+    result = resolve_answer(reply(answer, citations=["S1", "S7"]), ["S1"])
+    assert result.citations == ("S1",)
+    assert result.dropped_citations == 1  # S7, in the list and twice inline
+    assert [m.refs for m in result.markers] == [("S1",), (), ()]
+
+
+def test_brackets_that_are_not_refs_are_prose() -> None:
+    markers, fabricated = find_markers("Acme [sic] grew [1] and [S1 and more] [S1;S2]", ["S1"])
+    assert [m.refs for m in markers] == [("S1",)] and fabricated == ("S2",)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
