@@ -10,8 +10,9 @@ re-embed job (``relata.embeddings.reembed``) and ``relata bench embed``: it chec
 embedder's width against the store's first (another width is ``Permanent``, naming the fix,
 and nothing is written), embeds up to ``max(256, RELATA_EMBEDDING_BATCH_SIZE)`` passages per
 call (the embedder cuts them into batches of at most RELATA_EMBEDDING_BATCH_SIZE texts and,
-for the local one, RELATA_EMBEDDING_BATCH_TOKENS padded tokens, sorted by length), passing the job's ``cancel`` every time, and upserts each group's vectors with the
-thin payload. Chunk ids are point ids, so running it again overwrites in place.
+for the local one, RELATA_EMBEDDING_BATCH_TOKENS padded tokens, sorted by length), passing
+the job's ``cancel`` every time, and upserts each group's vectors with the thin payload.
+Chunk ids are point ids, so running it again overwrites in place.
 
 ``EmbedStage`` (``relata.pipeline.Stage``, requires an embedder) reads the item's chunks once
 and writes their vectors; its result stamps the chunks with the model, which the runner
