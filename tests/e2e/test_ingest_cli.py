@@ -161,7 +161,8 @@ def test_bench_ingest_reports_rates_as_json_on_the_last_line(
     assert report["items"] == 10 and report["ready"] == 10 and report["finished"] is True
     assert report["chunks"] >= 10 and report["total"]["chunks_per_s"] > 0
     stages = {s: v["runs"] for s, v in report["stages"].items()}
-    assert stages == {"parse": 10, "chunk": 10, "embed": 10}
+    # Every stage of the pipeline ran once per item (later features add stages after these).
+    assert {"parse", "chunk", "embed"} <= set(stages) and set(stages.values()) == {10}
     # Statements are counted per job: at least a claim and a completion each.
     pipeline = report["pipeline"]
     assert pipeline["jobs_by_kind"]["parse_item"] == 10
