@@ -28,6 +28,7 @@ DEGENERATE_CONTENT: Final = "degenerate_content"
 NO_VALID_CITATIONS: Final = "no_valid_citations"
 UNKNOWN_ENUM: Final = "unknown_enum"
 UNLOCATABLE_QUOTATION: Final = "unlocatable_quotation"
+UNKNOWN_SUBJECT: Final = "unknown_subject"
 
 INVALID_OUTPUT_REASONS: Final[frozenset[str]] = frozenset(
     {
@@ -42,6 +43,7 @@ INVALID_OUTPUT_REASONS: Final[frozenset[str]] = frozenset(
         NO_VALID_CITATIONS,
         UNKNOWN_ENUM,
         UNLOCATABLE_QUOTATION,
+        UNKNOWN_SUBJECT,
     }
 )
 

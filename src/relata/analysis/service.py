@@ -27,6 +27,16 @@ from relata.analysis.answer import (
     build_answer_prompt,
     judge_answer,
 )
+from relata.analysis.claim_task import (
+    CLAIM_TASK,
+    JUDGE_TASK,
+    ClaimReply,
+    JudgementReply,
+    build_claim_prompt,
+    build_judge_prompt,
+    judge_claims,
+    judge_judgement,
+)
 from relata.analysis.decode import decode_strict
 from relata.analysis.entity_task import (
     ENTITY_TASK,
@@ -182,10 +192,54 @@ class AnalysisService:
         except InvalidModelOutput as exc:
             self.record_invalid(ENTITY_TASK.name, exc)
             return EntityReply((), Counter({exc.reason: 1}))
-        if self._metrics is not None:
-            for reason, n in reply.skipped.items():
-                self._metrics.model_invalid_output.labels(ENTITY_TASK.name, reason).inc(n)
+        self._record_skipped(ENTITY_TASK.name, reply.skipped)
         return reply
+
+    # ------------------------------------------------------------------ extract_claims
+    def extract_claims(self, text: str, subjects: Sequence[str], cancel: Cancel) -> ClaimReply:
+        """The claims one chunk makes about ``subjects`` (the item's entity names), by the
+        model, each quotation the text's own slice at offsets into ``text``.
+
+        Raises ``AnalysisDisabled`` without a model and a failed call as
+        ``ModelProviderFailed``/``ModelProviderUnavailable``. A malformed reply gives no row
+        (counted under its reason); a bad row is skipped and counted, never fatal."""
+        self._require()
+        messages = build_claim_prompt(text, subjects)
+        try:
+            response = self.complete(CLAIM_TASK, messages, cancel)
+        except (Unavailable, Permanent) as exc:
+            raise provider_failure(exc) from exc
+        try:
+            reply = judge_claims(response.content, text, subjects)
+        except InvalidModelOutput as exc:
+            self.record_invalid(CLAIM_TASK.name, exc)
+            return ClaimReply((), Counter({exc.reason: 1}))
+        self._record_skipped(CLAIM_TASK.name, reply.skipped)
+        return reply
+
+    # ------------------------------------------------------------------ judge_contradiction
+    def judge_contradiction(
+        self, a: str, b: str, cancel: Cancel, *, subject: str = ""
+    ) -> JudgementReply:
+        """The model's judgement of whether two quotations about ``subject`` contradict.
+
+        Raises like ``extract_claims``; a rejected reply is a ``JudgementReply`` with no
+        judgement and its reason, counted."""
+        self._require()
+        try:
+            response = self.complete(JUDGE_TASK, build_judge_prompt(a, b, subject=subject), cancel)
+        except (Unavailable, Permanent) as exc:
+            raise provider_failure(exc) from exc
+        try:
+            return JudgementReply(judge_judgement(response.content))
+        except InvalidModelOutput as exc:
+            self.record_invalid(JUDGE_TASK.name, exc)
+            return JudgementReply(None, Counter({exc.reason: 1}))
+
+    def _record_skipped(self, task: str, skipped: Counter[str]) -> None:
+        if self._metrics is not None:
+            for reason, n in skipped.items():
+                self._metrics.model_invalid_output.labels(task, reason).inc(n)
 
     # ------------------------------------------------------------------ generate_answer
     def answer(

@@ -21,6 +21,7 @@ TASK_NAMES = frozenset(
         "extract_claims",
         "classify_relationship",
         "propose_alias",
+        "judge_contradiction",
     }
 )
 

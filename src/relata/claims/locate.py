@@ -8,28 +8,28 @@ degenerate (``analysis.degenerate``). Each rejection has one reason from
 ``RejectReason``, counted, never retried: the stage records the counts on
 ``relata_model_invalid_output_total{task, reason}`` and keeps the claims that passed.
 
-``locate_quotation`` matches the quotation's words in order with any run of white space
-between them, so the offsets it returns always slice the source to its exact text (which
-may differ from the model's string only in white space).
+``locate_quotation`` (``relata.analysis.quotation``, shared with the ``extract_claims`` task)
+matches the quotation's words in order with any run of white space between them, so the
+offsets it returns always slice the source to its exact text (which may differ from the
+model's string only in white space).
 """
 
 from __future__ import annotations
 
 import enum
-import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from relata.analysis.degenerate import MIN_LENGTHS, degeneracy, schema_vocabulary
+from relata.analysis.quotation import locate_quotation
 from relata.claims.extract import ClaimDraft, Subject
 from relata.claims.facets import extract_facets
 from relata.domain.vocabulary import ClaimNature
 
 TASK: Final = "extract_claims"
 MODEL_EXTRACTOR: Final = "model"
-MAX_QUOTATION_CHARS: Final = 2_000
 MAX_CLAIMS: Final = 500
 #: A model's claim is recorded at this confidence: below an attached deterministic claim
 #: with a comparable facet (0.9), so an observed disagreement outranks a model's reading.
@@ -45,25 +45,6 @@ class RejectReason(enum.StrEnum):
     UNLOCATABLE_QUOTATION = "unlocatable_quotation"
     UNKNOWN_SUBJECT = "unknown_subject"
     TOO_MANY = "too_many"
-
-
-def locate_quotation(
-    source: str, quotation: str, *, near: int | None = None
-) -> tuple[int, int] | None:
-    """(start, end) of ``quotation`` in ``source`` with white space reflow tolerated, or
-    None. With several matches, the one starting nearest ``near`` (else the first)."""
-    words = quotation.split()
-    if not words or len(quotation) > MAX_QUOTATION_CHARS:
-        return None
-    pattern = re.compile(r"\s+".join(re.escape(w) for w in words))
-    if near is None:
-        m = pattern.search(source)
-        return (m.start(), m.end()) if m else None
-    best: tuple[int, int] | None = None
-    for m in pattern.finditer(source):
-        if best is None or abs(m.start() - near) < abs(best[0] - near):
-            best = (m.start(), m.end())
-    return best
 
 
 def parse_nature(value: object) -> ClaimNature | None:
@@ -173,10 +154,13 @@ def draft_of(
     chunk_id: str | None = None,
 ) -> ClaimDraft:
     """The claim to store for a validated model claim: its facets read from the located
-    quotation like a deterministic claim's, extractor ``model`` and the model's name as
-    the version. The model named the subject of its statement, so the claim counts as
-    attached: its dates and quantities are compared."""
-    facets = extract_facets(claim.quotation)
+    quotation like a deterministic claim's (the head verb after the subject when the
+    subject is named inside it), extractor ``model`` and the model's name as the version.
+    The model named the subject of its statement, so the claim counts as attached: its
+    dates and quantities are compared."""
+    subject_end = claim.subject.end - claim.start
+    inside = claim.start <= claim.subject.start and subject_end <= len(claim.quotation)
+    facets = extract_facets(claim.quotation, subject_end=subject_end if inside else None)
     return ClaimDraft(
         item_id=item_id,
         subject=claim.subject,
