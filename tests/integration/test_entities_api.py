@@ -55,6 +55,9 @@ def test_entities_their_observations_and_an_alias_decision(
     mine = client.get(f"/api/v1/items/{item.id}/entities").json()
     assert {e["name"] for e in mine} >= {"Ines Vaughan", "Port Halloran"}
     assert all(e["mentions"] >= 1 for e in mine)
+    # The item's own detail lists the same entities.
+    shown = client.get(f"/api/v1/items/{item.id}").json()["entities"]
+    assert [(e["id"], e["mentions"]) for e in shown] == [(e["id"], e["mentions"]) for e in mine]
 
     aliases = client.get("/api/v1/aliases").json()["aliases"]
     [mti] = [

@@ -8,8 +8,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from relata.domain.models import Item, ItemStatus, ProcessingRun, SourceType
+from relata.domain.models import Entity, Item, ItemStatus, ProcessingRun, SourceType
 from relata.domain.vocabulary import RunOutcome, StageKind
+from relata.schemas.entities import ItemEntityOut, item_entities_out
 
 
 class ItemOut(BaseModel):
@@ -46,6 +47,9 @@ class RunOut(BaseModel):
 
 class ItemDetailOut(ItemOut):
     runs: list[RunOut]
+    entities: list[ItemEntityOut] = Field(
+        default_factory=list, description="the entities the item names, most named first"
+    )
 
 
 class ItemPage(BaseModel):
@@ -83,8 +87,14 @@ def item_out(item: Item) -> ItemOut:
     )
 
 
-def item_detail_out(item: Item, runs: list[ProcessingRun]) -> ItemDetailOut:
-    return ItemDetailOut(**item_out(item).model_dump(), runs=[run_out(r) for r in runs])
+def item_detail_out(
+    item: Item, runs: list[ProcessingRun], entities: list[tuple[Entity, int]] | None = None
+) -> ItemDetailOut:
+    return ItemDetailOut(
+        **item_out(item).model_dump(),
+        runs=[run_out(r) for r in runs],
+        entities=item_entities_out(entities or []),
+    )
 
 
 def run_out(run: ProcessingRun) -> RunOut:

@@ -242,7 +242,8 @@ def list_items(
 )
 def get_item(item_id: str, p: PrincipalDep, c: ContainerDep) -> ItemDetailOut:
     detail = c.items.get(p.workspace_id, item_id)
-    return item_detail_out(detail.item, detail.runs)
+    entities = c.entities.for_item(p.workspace_id, item_id)
+    return item_detail_out(detail.item, detail.runs, entities)
 
 
 _UNSAFE_ASCII = re.compile(r"[^A-Za-z0-9._ ()-]+")
