@@ -28,6 +28,12 @@ READING = {
     "search": ["search", "seals"],
     "ask": ["ask", "Where do the seals feed?"],
     "reembed": ["reembed"],
+    "entities": ["entities"],
+    "entity": ["entity", SOME_ID],
+    "aliases": ["aliases"],
+    "claims": ["claims", SOME_ID],
+    "contradictions": ["contradictions"],
+    "resolve": ["resolve", SOME_ID, "--as", "both_valid"],
 }
 # Commands that write: they create and migrate the database, and say so.
 WRITING = {
