@@ -34,6 +34,8 @@ from relata.domain.clock import SystemClock
 from relata.domain.errors import DuplicateItem, DuplicateKey, LeaseLost, MissingWorkspace, NotFound
 from relata.domain.models import (
     Chunk,
+    Claim,
+    FoundContradiction,
     Item,
     ItemStatus,
     Job,
@@ -749,6 +751,16 @@ class MemoryJobRepository:
                 self._store.running(job_id, owner), now, run_after, error
             )
 
+    def has_outstanding(self, workspace_id: str, *, kind: str | None = None) -> bool:
+        require_workspace(workspace_id, "jobs")
+        with self._store.lock:
+            return any(
+                j.workspace_id == workspace_id
+                and j.status in (JobStatus.PENDING, JobStatus.RUNNING)
+                and (kind is None or j.kind == kind)
+                for j in self._store.jobs.values()
+            )
+
     def release_expired(self, now: datetime, *, limit: int = 100) -> builtins.list[Job]:
         """Running jobs whose lease expired go back to pending, or fail once their attempt
         budget is spent; the earliest-expired first."""
@@ -819,6 +831,16 @@ class MemoryStageTransaction:
         self._check_open()
         self._store.live_item(self._ws, item_id)
         raise NotImplementedError("the in-memory fakes do not store entities: use SQL")
+
+    def replace_claims(self, item_id: str, claims: Sequence[Claim]) -> None:
+        """As ``replace_entities``: the fakes hold no claims; a claims test uses SQL."""
+        self._check_open()
+        self._store.live_item(self._ws, item_id)
+        raise NotImplementedError("the in-memory fakes do not store claims: use SQL")
+
+    def record_contradictions(self, found: Sequence[FoundContradiction]) -> int:
+        self._check_open()
+        raise NotImplementedError("the in-memory fakes hold no contradiction ledger: use SQL")
 
     def add_run(self, run: ProcessingRun) -> None:
         self._own(run.workspace_id)

@@ -493,6 +493,11 @@ class JobRepository(Protocol):
         limit: int = 50,
         offset: int = 0,
     ) -> list[Job]: ...
+    def has_outstanding(self, workspace_id: str, *, kind: str | None = None) -> bool:
+        """Whether a job of the workspace (of ``kind``) is pending or running, read in one
+        statement: a job completing while enqueuing its successor is never missed."""
+        ...
+
     def claim(self, owner: str, now: datetime, lease_until: datetime) -> Job | None:
         """Atomically lease the next due pending job to ``owner`` (attempts + 1)."""
         ...

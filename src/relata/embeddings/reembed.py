@@ -36,7 +36,7 @@ import time
 from typing import Any
 
 from relata.domain.errors import Conflict, Permanent
-from relata.domain.models import Job, JobStatus
+from relata.domain.models import Job
 from relata.domain.ports import ChunkRepository
 from relata.domain.vocabulary import StageKind
 from relata.embeddings.stage import ModelSeen, VectorWriter
@@ -116,10 +116,7 @@ class Reembedder:
 
     def outstanding(self, workspace_id: str) -> bool:
         """Whether a re-embed job of the workspace is pending or running."""
-        return any(
-            self._queue.list(workspace_id, kind=REEMBED_WORKSPACE, status=s.value, limit=1)
-            for s in (JobStatus.PENDING, JobStatus.RUNNING)
-        )
+        return self._queue.outstanding(workspace_id, kind=REEMBED_WORKSPACE)
 
     def _enqueue(
         self,

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from relata.domain.errors import DuplicateItem, RelataError
-from relata.domain.models import ItemStatus, JobStatus
+from relata.domain.models import ItemStatus
 from relata.domain.ports import ItemRepository
 from relata.ingest.service import MAX_BATCH, IngestRequest, IngestService
 from relata.jobs.queue import JobQueue
@@ -222,13 +222,6 @@ class Settled:
     seconds: float
 
 
-def _outstanding_jobs(queue: JobQueue, workspace_id: str) -> bool:
-    return any(
-        queue.list(workspace_id, status=s.value, limit=1)
-        for s in (JobStatus.PENDING, JobStatus.RUNNING)
-    )
-
-
 def wait_until_settled(
     items: ItemRepository,
     queue: JobQueue,
@@ -253,7 +246,7 @@ def wait_until_settled(
     stop = stop or threading.Event()
     last_progress = 0.0
     while True:
-        busy = _outstanding_jobs(queue, workspace_id)
+        busy = queue.outstanding(workspace_id)
         now = time.monotonic()
         if on_progress is not None and busy and now - last_progress >= progress_seconds:
             last_progress = now

@@ -188,6 +188,10 @@ class JobQueue:
             workspace_id, status=status_filter, kind=kind_filter, limit=limit, offset=offset
         )
 
+    def outstanding(self, workspace_id: str, *, kind: str | None = None) -> bool:
+        """Whether the workspace has a pending or running job (of ``kind``)."""
+        return self._repo.has_outstanding(workspace_id, kind=kind)
+
     def parse_kind(self, value: str | None) -> str | None:
         """A kind filter from user input: one of the registered kinds (when known)."""
         if value is None or value == "":

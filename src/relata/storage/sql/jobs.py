@@ -218,6 +218,16 @@ class SqlJobRepository:
             ).all()
         return [job_from_row(r) for r in rows]
 
+    def has_outstanding(self, workspace_id: str, *, kind: str | None = None) -> bool:
+        q = sa.select(jobs.c.id).where(
+            ws_filter(jobs, workspace_id),
+            jobs.c.status.in_([JobStatus.PENDING.value, JobStatus.RUNNING.value]),
+        )
+        if kind is not None:
+            q = q.where(jobs.c.kind == kind)
+        with self._db.read() as conn:
+            return conn.execute(q.limit(1)).first() is not None
+
     # ------------------------------------------------------------ leases
     def claim(self, owner: str, now: datetime, lease_until: datetime) -> Job | None:
         """Take the next due pending job: one ``UPDATE … WHERE id = (next due) RETURNING``.
