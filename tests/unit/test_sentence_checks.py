@@ -23,7 +23,7 @@ from relata.search.sentence_checks import (
     Evidence,
     SentenceCheck,
     SentenceChecker,
-    Verdict,
+    SentenceVerdict,
     counts,
 )
 
@@ -106,7 +106,7 @@ def test_a_restatement_is_supported_with_the_span_of_its_sentence(
     sentence: str, excerpt: str, span: str
 ) -> None:
     check = check_one(sentence, excerpt)
-    assert check.verdict is Verdict.SUPPORTED, check.reason
+    assert check.verdict is SentenceVerdict.SUPPORTED, check.reason
     assert check.facet is None and check.reason is None and check.claimed is None
     assert check.span is not None and check.span.ref == "S1"
     assert excerpt[check.span.start : check.span.end] == check.span.text == span
@@ -178,7 +178,7 @@ def test_a_sentence_the_excerpt_does_not_state_is_unsupported_naming_the_facet(
     sentence: str, excerpt: str, facet: SupportFacet, claimed: str | None
 ) -> None:
     check = check_one(sentence, excerpt)
-    assert check.verdict is Verdict.UNSUPPORTED
+    assert check.verdict is SentenceVerdict.UNSUPPORTED
     assert check.facet is facet, check.reason
     assert check.reason
     if claimed is None:
@@ -202,7 +202,7 @@ def test_a_name_in_the_source_title_is_supported() -> None:
         "The array has twelve turbines.",
         title="Kestrel Energy annual report",
     )
-    assert check.verdict is Verdict.SUPPORTED, check.reason
+    assert check.verdict is SentenceVerdict.SUPPORTED, check.reason
 
 
 # ------------------------------------------------------------------ citations per sentence
@@ -227,49 +227,53 @@ def test_each_sentence_is_checked_against_its_own_citations_and_one_without_is_u
     )
     checks = check(answer)
     assert [c.verdict for c in checks] == [
-        Verdict.SUPPORTED,
-        Verdict.SUPPORTED,
-        Verdict.UNSUPPORTED,
-        Verdict.UNCITED,
+        SentenceVerdict.SUPPORTED,
+        SentenceVerdict.SUPPORTED,
+        SentenceVerdict.UNSUPPORTED,
+        SentenceVerdict.UNCITED,
     ]
     assert [c.citations for c in checks] == [("S1",), ("S2",), ("S1",), ()]
     assert checks[1].span is not None and checks[1].span.ref == "S2"
     assert checks[2].facet is SupportFacet.DATE  # true, but not in the excerpt it cites
     assert checks[3].text == "Nobody knows why." and checks[3].span is None
-    assert counts(checks) == {Verdict.SUPPORTED: 2, Verdict.UNSUPPORTED: 1, Verdict.UNCITED: 1}
+    assert counts(checks) == {
+        SentenceVerdict.SUPPORTED: 2,
+        SentenceVerdict.UNSUPPORTED: 1,
+        SentenceVerdict.UNCITED: 1,
+    }
 
 
 def test_a_marker_after_the_full_stop_belongs_to_the_sentence_before_it() -> None:
     answer = "The array has twelve turbines. [S1] The council did not approve the expansion. [S2]"
     first, second = check(answer)
     assert first.text == "The array has twelve turbines. [S1]" and first.citations == ("S1",)
-    assert second.citations == ("S2",) and second.verdict is Verdict.SUPPORTED
+    assert second.citations == ("S2",) and second.verdict is SentenceVerdict.SUPPORTED
 
 
 def test_one_marker_may_cite_two_sources() -> None:
     [c] = check("The array has twelve turbines and joined the grid in June 2021 [S1, S2].")
-    assert c.citations == ("S1", "S2") and c.verdict is Verdict.SUPPORTED, c.reason
+    assert c.citations == ("S1", "S2") and c.verdict is SentenceVerdict.SUPPORTED, c.reason
 
 
 def test_without_markers_a_single_sentence_has_the_answer_citations() -> None:
     [c] = check("The Sabrewing array at Halloran Sound has twelve turbines.", ("S1",))
-    assert c.citations == ("S1",) and c.verdict is Verdict.SUPPORTED
+    assert c.citations == ("S1",) and c.verdict is SentenceVerdict.SUPPORTED
 
 
 def test_without_markers_one_cited_source_covers_every_sentence() -> None:
     checks = check("The array has twelve turbines. They were installed in 2018.", ("S1",))
-    assert [c.verdict for c in checks] == [Verdict.SUPPORTED, Verdict.UNSUPPORTED]
+    assert [c.verdict for c in checks] == [SentenceVerdict.SUPPORTED, SentenceVerdict.UNSUPPORTED]
     assert checks[1].facet is SupportFacet.DATE
 
 
 def test_without_markers_several_sentences_citing_several_sources_are_uncited() -> None:
     checks = check("The array has twelve turbines. It joined the grid in 2021.", ("S1", "S2"))
-    assert [c.verdict for c in checks] == [Verdict.UNCITED, Verdict.UNCITED]
+    assert [c.verdict for c in checks] == [SentenceVerdict.UNCITED, SentenceVerdict.UNCITED]
 
 
 def test_a_marker_naming_only_an_unsupplied_ref_cites_nothing() -> None:
     [c] = check("The array has twelve turbines [S9].")
-    assert c.verdict is Verdict.UNCITED and c.citations == ()
+    assert c.verdict is SentenceVerdict.UNCITED and c.citations == ()
 
 
 def test_a_ref_no_excerpt_was_supplied_for_is_refused() -> None:
@@ -309,8 +313,8 @@ def test_every_sentence_gets_one_verdict_at_offsets_that_slice_the_answer(
     for c in checks:
         assert previous_end <= c.start < c.end
         previous_end = c.end
-        assert (c.verdict is Verdict.UNCITED) == (not c.citations)
-        assert (c.facet is not None) == (c.verdict is Verdict.UNSUPPORTED)
+        assert (c.verdict is SentenceVerdict.UNCITED) == (not c.citations)
+        assert (c.facet is not None) == (c.verdict is SentenceVerdict.UNSUPPORTED)
         if c.span is not None:
             excerpt = EVIDENCE[c.span.ref].text
             assert c.span.ref in c.citations

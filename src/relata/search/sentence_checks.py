@@ -42,7 +42,7 @@ from relata.entities.mentions import ChunkText, EntityExtractor, Mention
 MAX_ANSWER_CHARS: Final = 40_000
 
 
-class Verdict(enum.StrEnum):
+class SentenceVerdict(enum.StrEnum):
     SUPPORTED = "supported"
     UNSUPPORTED = "unsupported"
     UNCITED = "uncited"
@@ -94,7 +94,7 @@ class SentenceCheck:
     end: int
     text: str
     citations: tuple[str, ...]
-    verdict: Verdict
+    verdict: SentenceVerdict
     facet: SupportFacet | None = None
     claimed: tuple[int, int] | None = None
     reason: str | None = None
@@ -130,7 +130,7 @@ class SentenceChecker:
         for sentence, cited, end in zip(sentences, refs, _ends(sentences, markers), strict=True):
             text = answer[sentence.start : end]
             if not cited:
-                checks.append(SentenceCheck(sentence.start, end, text, (), Verdict.UNCITED))
+                checks.append(SentenceCheck(sentence.start, end, text, (), SentenceVerdict.UNCITED))
                 continue
             excerpts = [_read(read, evidence, r) for r in cited]
             in_sentence = [
@@ -200,14 +200,16 @@ def _check(
     span = support.span
     evidence = EvidenceSpan(span.ref, span.start, span.end, span.text) if span else None
     if support.facet is None:
-        return SentenceCheck(sentence.start, end, text, cited, Verdict.SUPPORTED, span=evidence)
+        return SentenceCheck(
+            sentence.start, end, text, cited, SentenceVerdict.SUPPORTED, span=evidence
+        )
     claimed = support.claimed
     return SentenceCheck(
         sentence.start,
         end,
         text,
         cited,
-        Verdict.UNSUPPORTED,
+        SentenceVerdict.UNSUPPORTED,
         facet=support.facet,
         claimed=(sentence.start + claimed[0], sentence.start + claimed[1]) if claimed else None,
         reason=support.reason,
@@ -215,9 +217,9 @@ def _check(
     )
 
 
-def counts(checks: Sequence[SentenceCheck]) -> dict[Verdict, int]:
+def counts(checks: Sequence[SentenceCheck]) -> dict[SentenceVerdict, int]:
     """How many sentences got each verdict (every verdict present, zero or more)."""
-    out = dict.fromkeys(Verdict, 0)
+    out = dict.fromkeys(SentenceVerdict, 0)
     for c in checks:
         out[c.verdict] += 1
     return out
