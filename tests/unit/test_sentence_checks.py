@@ -75,6 +75,24 @@ SUPPORTED = [
         RELEASE[RELEASE.index("The array") :], id="unit-spelled-out",
     ),
     pytest.param(
+        "The array has twelve turbines, each rated at 2.5 MW, for a total of 30 MW.",
+        "The array has twelve turbines, each rated at 2.5 MW, for a total capacity of 30 MW.",
+        "The array has twelve turbines, each rated at 2.5 MW, for a total capacity of 30 MW.",
+        id="a-unit-is-no-name",
+    ),
+    pytest.param(
+        "Power reaches the grid through one export cable.",
+        "Power reaches the grid through a single export cable.",
+        "Power reaches the grid through a single export cable.", id="one-is-no-count",
+    ),
+    pytest.param(
+        "The seal colony has grown since the array was built.",
+        "The seal colony has grown since the array was built, and no seal injuries have "
+        "been linked to the turbines.",
+        "The seal colony has grown since the array was built, and no seal injuries have "
+        "been linked to the turbines.", id="a-negation-of-something-else",
+    ),
+    pytest.param(
         "The 2020 survey counted more than 100 seals at Halloran Sound.", SEALS, SEALS,
         id="a-bound-implied-by-the-count",
     ),
@@ -248,6 +266,14 @@ def test_a_marker_after_the_full_stop_belongs_to_the_sentence_before_it() -> Non
     first, second = check(answer)
     assert first.text == "The array has twelve turbines. [S1]" and first.citations == ("S1",)
     assert second.citations == ("S2",) and second.verdict is SentenceVerdict.SUPPORTED
+
+
+def test_a_sentence_reporting_two_sources_that_disagree_is_supported_by_both() -> None:
+    [c] = check(
+        "The register says the array was installed in 2019 [S1], while the minutes say it "
+        "was first connected to the grid in June 2021 [S2]."
+    )
+    assert c.citations == ("S1", "S2") and c.verdict is SentenceVerdict.SUPPORTED, c.reason
 
 
 def test_one_marker_may_cite_two_sources() -> None:

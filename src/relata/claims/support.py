@@ -7,7 +7,9 @@ excerpt as sentences (``read_excerpt``, with ``sentences.split_sentences``) and 
 order; the first failure is the verdict's facet (docs/decisions/0018-answer-sentence-checks.md):
 
 A cited sentence is **related** when it shares ``MIN_SHARED`` content words with the sentence
-(all of them when it has fewer); the **closest** are the related ones sharing the most.
+(all of them when it has fewer); the **closest** are the related ones sharing the most. Each
+cited excerpt is judged on its own and a facet holds when one of them states it, so a sentence
+that reports two sources disagreeing ("S1 says March 2019, S2 June 2021") can be supported.
 
 1. **date**: each date is implied by a date of a related sentence: the same year (and end year
    of a range), at least as precise ("2019" is supported by "14 March 2019", "14 March 2019" is
@@ -27,7 +29,8 @@ A cited sentence is **related** when it shares ``MIN_SHARED`` content words with
 5. **content**: some cited sentence is related at all.
 6. **polarity**: the sentence denies what a closest sentence states ("did not approve" against
    "approved"), or states what every closest sentence denies, unless the two say one thing in
-   two forms ("did not increase" / "decreased").
+   two forms ("did not increase" / "decreased"); what a negation acts on (its target) must be
+   named by the other side (``MIN_SHARED`` of its words).
 7. **direction**: a closest sentence reverses a direction cue of the sentence on the same target
    ("rose" / "fell") and none of its cues on that target agrees. A direction the excerpts do not
    state is not held against the sentence: facets cannot tell an inference from a paraphrase.
@@ -74,6 +77,7 @@ _BARE_NUMBER: Final = re.compile(
     r"(?<![\w.,\-])(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?![\w\-]|[.,]\d)"
 )
 _KNOWN_UNITS: Final = frozenset(UNITS.values()) | {"USD", "EUR", "GBP"}
+_UNIT_SPELLINGS: Final = frozenset(UNITS) | _KNOWN_UNITS
 #: Counted nouns that name a currency symbol's unit.
 _UNIT_ALIASES: Final[dict[str, str]] = {"euro": "EUR", "dollar": "USD"}
 
@@ -154,49 +158,76 @@ def read_excerpt(ref: str, text: str, title: str = "") -> ReadExcerpt:
     return ReadExcerpt(ref, sentences, f" {words} ")
 
 
+@dataclass(frozen=True, slots=True)
+class _View:
+    """One cited excerpt as seen from the sentence: its related and closest sentences."""
+
+    related: tuple[ExcerptSentence, ...]
+    closest: tuple[ExcerptSentence, ...]
+    shared: int
+
+
+def _view(f: Facets, excerpt: ReadExcerpt) -> _View:
+    need = min(MIN_SHARED, len(f.terms))
+    scored = [(s, len(f.terms & s.facets.terms)) for s in excerpt.sentences]
+    related = tuple(s for s, n in scored if n >= need)
+    best = max((n for _, n in scored if n >= need), default=-1)
+    return _View(related, tuple(s for s, n in scored if n == best), best)
+
+
 def check_support(sentence: str, names: Sequence[Name], excerpts: Sequence[ReadExcerpt]) -> Support:
-    """Whether ``excerpts`` (the ones the sentence cites) support ``sentence``."""
+    """Whether ``excerpts`` (the ones the sentence cites) support ``sentence``. Each excerpt
+    is judged on its own: a sentence citing two sources that disagree ("S1 says March 2019,
+    S2 says June 2021") is supported when each of its facets is stated by one of them."""
     facets = extract_facets(sentence[:MAX_SENTENCE_CHARS])
-    cited = [s for e in excerpts for s in e.sentences]
-    shared = [len(facets.terms & s.facets.terms) for s in cited]
-    need = min(MIN_SHARED, len(facets.terms))
-    related = [s for s, n in zip(cited, shared, strict=True) if n >= need]
-    best = max((n for n in shared if n >= need), default=-1)
-    closest = [s for s, n in zip(cited, shared, strict=True) if n == best]
-    nearest = closest[0] if closest else None
+    views = [_view(facets, e) for e in excerpts]
+    related = [s for v in views for s in v.related]
+    nearest = max(views, key=lambda v: v.shared, default=None)
     bare = _bare_numbers(sentence, facets)
     for failure in (
-        _dates(facets, related, closest),
-        _quantities(facets, related, closest),
+        _dates(facets, views),
+        _quantities(facets, views),
         _numbers_written(bare, related),
-        _names(names, excerpts),
+        _names(_checkable(names, facets), excerpts),
     ):
         if failure is not None:
-            return failure if failure.span is not None else _with_span(failure, nearest)
+            if failure.span is None and nearest is not None and nearest.closest:
+                return _with_span(failure, nearest.closest[0])
+            return failure
     if not related:
         refs = ", ".join(e.ref for e in excerpts)
         return Support(SupportFacet.CONTENT, None, None, f"no sentence of {refs} is about this")
-    for failure in (_polarity(sentence, facets, closest), _direction(facets, closest)):
-        if failure is not None:
-            return failure
+    for rule in (_polarity, _direction):
+        failures = [rule(sentence, facets, v.closest) for v in views if v.related]
+        if failures and all(failures):
+            return next(f for f in failures if f is not None)
     return Support(None, _best(facets, bare, related))
 
 
 # ----------------------------------------------------------------------------- the rules
 
 
-def _dates(
-    f: Facets, related: Sequence[ExcerptSentence], closest: Sequence[ExcerptSentence]
-) -> Support | None:
+def _dates(f: Facets, views: Sequence[_View]) -> Support | None:
     for d in f.dates:
-        if any(_date_implied(e, d) for s in closest for e in s.facets.dates):
+        if any(_view_states_date(d, v) for v in views):
             continue
-        against = next((s for s in closest for e in s.facets.dates if dates_conflict(d, e)), None)
-        if against is None and any(_date_supported(d, s) for s in related):
-            continue
+        against = next((s for v in views for s in v.closest if _date_conflicts(d, s)), None)
         where = f"{against.ref} gives another date" if against else "no cited sentence gives it"
         return Support(SupportFacet.DATE, against, (d.start, d.end), f"{d.text!r}: {where}")
     return None
+
+
+def _view_states_date(d: DateFacet, v: _View) -> bool:
+    """A closest sentence implies the date, or none conflicts and a related one states it."""
+    if any(_date_implied(e, d) for s in v.closest for e in s.facets.dates):
+        return True
+    if any(_date_conflicts(d, s) for s in v.closest):
+        return False
+    return any(_date_supported(d, s) for s in v.related)
+
+
+def _date_conflicts(d: DateFacet, s: ExcerptSentence) -> bool:
+    return any(dates_conflict(d, e) for e in s.facets.dates)
 
 
 def _date_implied(e: DateFacet, d: DateFacet) -> bool:
@@ -220,26 +251,34 @@ def _date_supported(d: DateFacet, s: ExcerptSentence) -> bool:
     return year_only and float(d.year) in s.numbers
 
 
-def _quantities(
-    f: Facets, related: Sequence[ExcerptSentence], closest: Sequence[ExcerptSentence]
-) -> Support | None:
-    for q in f.quantities:
-        if any(_quantity_supports(e, q) for s in closest for e in s.facets.quantities):
+def _quantities(f: Facets, views: Sequence[_View]) -> Support | None:
+    for q in _checkable_quantities(f):
+        if any(_view_states_quantity(q, v) for v in views):
             continue
-        against = next(
-            (
-                s
-                for s in closest
-                for e in s.facets.quantities
-                if _unit(e.unit) == _unit(q.unit) and quantities_conflict(q, e)
-            ),
-            None,
-        )
-        if against is None and any(_quantity_written(q, s) for s in related):
-            continue
+        against = next((s for v in views for s in v.closest if _quantity_conflicts(q, s)), None)
         where = f"{against.ref} gives another value" if against else "no cited sentence gives it"
         return Support(SupportFacet.QUANTITY, against, (q.start, q.end), f"{q.text!r}: {where}")
     return None
+
+
+def _checkable_quantities(f: Facets) -> list[Quantity]:
+    # "one" is a pronoun or an article far more often than a count ("one export cable" for
+    # "a single export cable", "one of the turbines"): it is not checked.
+    return [q for q in f.quantities if not q.text.lower().startswith("one ")]
+
+
+def _view_states_quantity(q: Quantity, v: _View) -> bool:
+    if any(_quantity_supports(e, q) for s in v.closest for e in s.facets.quantities):
+        return True
+    if any(_quantity_conflicts(q, s) for s in v.closest):
+        return False
+    return any(_quantity_written(q, s) for s in v.related)
+
+
+def _quantity_conflicts(q: Quantity, s: ExcerptSentence) -> bool:
+    return any(
+        _unit(e.unit) == _unit(q.unit) and quantities_conflict(q, e) for e in s.facets.quantities
+    )
 
 
 def _unit(unit: str) -> str:
@@ -288,6 +327,18 @@ def _numbers_written(
     return None
 
 
+def _checkable(names: Sequence[Name], f: Facets) -> list[Name]:
+    """Names outside the sentence's dates and quantities ("18 MW" is a quantity, not a
+    name), and not a unit."""
+    taken = [(d.start, d.end) for d in f.dates] + [(q.start, q.end) for q in f.quantities]
+    return [
+        n
+        for n in names
+        if n.text.strip() not in _UNIT_SPELLINGS
+        and not any(n.start < e and s < n.end for s, e in taken)
+    ]
+
+
 def _names(names: Sequence[Name], excerpts: Sequence[ReadExcerpt]) -> Support | None:
     for name in names:
         words = normalise_name(name.text).split()
@@ -331,7 +382,7 @@ def _polarity(sentence: str, f: Facets, closest: Sequence[ExcerptSentence]) -> S
     return Support(SupportFacet.POLARITY, against, _word_of(sentence, cue.target), reason)
 
 
-def _direction(f: Facets, closest: Sequence[ExcerptSentence]) -> Support | None:
+def _direction(sentence: str, f: Facets, closest: Sequence[ExcerptSentence]) -> Support | None:
     for cue in f.directions:
         for s in closest:
             matches = [c for c in s.facets.directions if _same_target(cue, c)]
@@ -352,7 +403,10 @@ def _word_of(sentence: str, target: tuple[str, ...]) -> tuple[int, int] | None:
 
 
 def _names_target(cue: Cue, terms: frozenset[str]) -> bool:
-    return bool(cue.target) and any(t in terms for t in cue.target)
+    """``terms`` name what the cue acts on: ``MIN_SHARED`` of its target's words (all when
+    fewer), so "no seal injuries" is not denied by a sentence about the seal colony."""
+    shared = sum(1 for t in cue.target if t in terms)
+    return bool(cue.target) and shared >= min(MIN_SHARED, len(cue.target))
 
 
 def _same_target(a: Cue, b: Cue) -> bool:
