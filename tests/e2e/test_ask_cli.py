@@ -1,6 +1,7 @@
 """``relata ask`` as a new user runs it: subprocesses configured only by environment variables,
 first with no model (sources plus the reason, exit 0), then pointed at a local
-OpenAI-compatible server (an answer with its cited source), judged by exit code and output."""
+OpenAI-compatible server (an answer with its cited source and each sentence's verdict),
+judged by exit code and output."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ import pytest
 from tests.support.fake_provider import FakeProvider, Reply
 
 QUESTION = "What is at Halloran Sound?"
-ANSWER = "The Sabrewing array at Halloran Sound has twelve turbines."
+ANSWER = "The Sabrewing array at Halloran Sound has twelve turbines"
+LATE = "They were installed in 2018"
 
 
 def _relata(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -74,13 +76,15 @@ def test_without_a_model_ask_prints_the_sources_and_why_there_is_no_answer(
     assert body["status"] == "unavailable" and body["reason"] == "analysis_disabled"
     assert body["answer"] is None and len(body["sources"]) == 1
     assert body["contradictions"] == []
+    assert body["checks"] is None and body["support"] is None
 
 
 def test_ask_pointed_at_a_local_openai_compatible_server_cites_its_source(
     env: dict[str, str],
 ) -> None:
     def content(doc: object) -> str:
-        """Cite the block holding the turbine text, plus a made-up ref."""
+        """Cite the block holding the turbine text in two sentences (the second with a
+        year the source does not give), plus a made-up ref."""
         assert isinstance(doc, dict)
         ref = ""
         for line in doc["messages"][1]["content"].split("\n"):
@@ -88,7 +92,8 @@ def test_ask_pointed_at_a_local_openai_compatible_server_cites_its_source(
                 ref = line.rsplit("ref=", 1)[1].removesuffix(">>>")
             elif "twelve turbines" in line:
                 break
-        return json.dumps({"answer": ANSWER, "sufficient": True, "citations": [ref, "S77"]})
+        answer = f"{ANSWER} [{ref}]. {LATE} [{ref}]."
+        return json.dumps({"answer": answer, "sufficient": True, "citations": [ref, "S77"]})
 
     with FakeProvider(chat_content=content) as fake:
         model = {
@@ -108,6 +113,18 @@ def test_ask_pointed_at_a_local_openai_compatible_server_cites_its_source(
         source_block = sources.split(ref, 1)[1].split("\n  [S", 1)[0]
         assert "twelve turbines" in source_block
         assert "1 citation named no supplied source and was dropped" in r.stdout
+        checked = r.stdout.split("checked sentence by sentence: ", 1)[1].split("sources (2):")[0]
+        assert checked.startswith("1 supported, 1 unsupported, 0 uncited")
+        assert f"1. supported: {ANSWER} {ref}." in checked
+        assert f"supported by {ref[1:-1]} [0:77]: The Sabrewing array" in checked
+        assert f"2. UNSUPPORTED (date): {LATE} {ref}." in checked
+        assert "'in 2018': " in checked and f"{ref[1:-1]} [0:77] says: The Sabrewing" in checked
+
+        j = _relata(["ask", QUESTION, "--json"], model)
+        assert j.returncode == 0, j.stderr
+        body = json.loads(j.stdout)
+        assert body["status"] == "ok" and body["support"] == "unsupported"
+        assert [c["verdict"] for c in body["checks"]["sentences"]] == ["supported", "unsupported"]
 
         fake.enqueue(Reply.error(400, "model 'fake-chat' does not exist"))
         bad = _relata(["ask", QUESTION], model)

@@ -6,6 +6,9 @@ and the fix; a good answer's citation resolves to the item it came from; fabrica
 are dropped, counted and never resolve; a schema echo is reported unavailable; a document
 cannot close its block or issue instructions; only transport failures fail the request (502 /
 503 in the one error shape); bad input names its field; nothing of the content is logged.
+Each sentence of an answer is checked against the excerpts it cites (supported with the
+span's offsets, unsupported naming the facet, uncited), counted on a metric, also with the
+real llama.cpp server (slow).
 """
 
 from __future__ import annotations
@@ -94,7 +97,12 @@ def ask(client: TestClient, question: str = QUESTION, **body: Any) -> Any:
 
 
 def chat_requests(fake: FakeProvider) -> list[Any]:
-    return [r.json for r in fake.requests_to(CHAT)]
+    """The answer requests the fake received (ingestion's model tasks ask it too)."""
+    return [
+        r.json
+        for r in fake.requests_to(CHAT)
+        if r.json["response_format"]["json_schema"]["name"] == "relata_generate_answer"
+    ]
 
 
 @pytest.fixture
@@ -144,6 +152,7 @@ def test_without_a_model_the_answer_is_unavailable_and_the_sources_are_returned(
     assert "analysis is disabled" in body["message"] and "RELATA_AI_PROVIDER" in body["message"]
     assert body["citations"] == [] and body["dropped_citations"] == 0
     assert body["contradictions"] == []
+    assert body["support"] is None and body["checks"] is None
     sources = body["sources"]
     assert {s["item_id"] for s in sources} == set(ids.values())
     assert [s["ref"] for s in sources] == [f"S{i}" for i in range(1, len(sources) + 1)]
@@ -196,6 +205,75 @@ def test_a_good_answer_cites_a_supplied_ref_that_resolves_to_its_item(
     [sent] = chat_requests(fake)
     assert sent["model"] == "fake-chat"
     assert sent["response_format"]["json_schema"]["name"] == "relata_generate_answer"
+    # One sentence without a marker has the answer's citations, and restates the excerpt.
+    assert body["support"] == "supported"
+    [check] = body["checks"]["sentences"]
+    assert check["verdict"] == "supported" and check["citations"] == [cited["ref"]]
+    assert check["span"]["ref"] == cited["ref"]
+    assert check["span"]["text"] == TURBINES[1]
+    assert cited["excerpt"][check["span"]["start"] : check["span"]["end"]] == TURBINES[1]
+
+
+def test_each_sentence_is_checked_against_the_excerpt_it_cites(
+    model: Container, fake: FakeProvider
+) -> None:
+    ingest(model, TURBINES, SLIPWAY)
+
+    def content(doc: Any) -> str:
+        t, s = ref_of(doc, "twelve turbines"), ref_of(doc, "slipway")
+        answer = (
+            f"The Sabrewing array at Halloran Sound has twelve turbines [{t}]. "
+            f"They were installed in 2018 [{t}]. "
+            f"The harbour council approved repairs to the slipway in October [{s}]. "
+            "The work will take a year."
+        )
+        return reply(answer, [t, s])
+
+    fake.chat_content = content
+    with client_for(model) as client:
+        body = ask(client).json()
+    assert body["status"] == "ok"  # the answer is shown, with its verdicts
+    assert body["support"] == "unsupported"
+    checks = body["checks"]
+    assert (checks["supported"], checks["unsupported"], checks["uncited"]) == (2, 1, 1)
+    answer = body["answer"]
+    excerpts = {s["ref"]: s["excerpt"] for s in body["sources"]}
+    turbines, date, slipway, uncited = checks["sentences"]
+    for c in checks["sentences"]:
+        assert answer[c["start"] : c["end"]] == c["text"]
+        if c["span"] is not None:
+            span = c["span"]
+            assert excerpts[span["ref"]][span["start"] : span["end"]] == span["text"]
+    assert turbines["verdict"] == "supported" and turbines["span"]["text"] == TURBINES[1]
+    assert date["verdict"] == "unsupported" and date["facet"] == "date"
+    assert date["claimed"]["text"] == "in 2018"
+    assert answer[date["claimed"]["start"] : date["claimed"]["end"]] == "in 2018"
+    assert date["span"]["text"] == TURBINES[1]  # the sentence that says otherwise
+    assert "in 2018" in date["reason"]
+    assert slipway["verdict"] == "supported" and slipway["span"]["text"] == SLIPWAY[1]
+    assert uncited["verdict"] == "uncited" and uncited["citations"] == []
+    assert uncited["facet"] is None and uncited["span"] is None
+
+    sample = model.metrics.registry.get_sample_value
+    assert sample("relata_answer_sentences_total", {"verdict": "supported", "facet": "none"}) == 2
+    assert sample("relata_answer_sentences_total", {"verdict": "unsupported", "facet": "date"}) == 1
+    assert sample("relata_answer_sentences_total", {"verdict": "uncited", "facet": "none"}) == 1
+
+
+def test_a_number_that_differs_from_the_cited_excerpt_is_unsupported(
+    model: Container, fake: FakeProvider
+) -> None:
+    ingest(model, TURBINES, SLIPWAY)
+    fake.chat_content = lambda doc: reply(
+        f"The Sabrewing array at Halloran Sound has six turbines [{ref_of(doc, 'turbines')}].",
+        [],
+    )
+    with client_for(model) as client:
+        body = ask(client).json()
+    assert body["status"] == "ok" and body["support"] == "unsupported"
+    [check] = body["checks"]["sentences"]
+    assert check["verdict"] == "unsupported" and check["facet"] == "quantity"
+    assert check["claimed"]["text"] == "six turbines"
 
 
 def test_a_fabricated_citation_is_dropped_counted_and_never_resolves(
@@ -429,5 +507,56 @@ def test_the_endpoint_is_documented_in_openapi(sqlite_client: TestClient) -> Non
         "dropped_citations",
         "sources",
         "contradictions",
+        "support",
+        "checks",
     }
-    assert "relationships" in out["contradictions"]["description"]
+    assert "quotations" in out["contradictions"]["description"]
+    sentence = schema["components"]["schemas"]["SentenceCheckOut"]["properties"]
+    assert {"verdict", "facet", "span", "claimed", "citations"} <= set(sentence)
+
+
+# ---------------------------------------------------------------- a real model
+@pytest.mark.slow
+def test_a_real_model_answer_gets_a_verdict_for_every_sentence(
+    sqlite_settings: Settings, llama_base_url: str
+) -> None:
+    """SmolLM2-135M answers poorly, which is the point: whatever it says, an ``ok`` answer
+    is split into sentences at offsets that slice it, each with one verdict, counted."""
+    real: dict[str, Any] = {
+        "embedding_provider": "none",
+        "ai_provider": "openai",
+        "ai_model": "smollm2-135m",
+        "openai_base_url": llama_base_url,
+        "ai_timeout": 120.0,
+        "ai_max_tokens": 160,
+    }
+    with built(sqlite_settings, embedding_provider="none") as plain:
+        ingest(plain, TURBINES, SLIPWAY)  # without the model: ingestion's tasks are not tested here
+    with built(sqlite_settings, **real) as c:
+        with client_for(c) as client:
+            resp = ask(client, "How many turbines does the Sabrewing array have?")
+        assert resp.status_code == 200, resp.text
+        body = resp.json()
+        registry = c.metrics.registry
+        counted = sum(
+            registry.get_sample_value("relata_answer_sentences_total", {"verdict": v, "facet": f})
+            or 0
+            for v in ("supported", "unsupported", "uncited")
+            for f in ("none", "date", "quantity", "number", "entity", "content", "polarity",
+                      "direction")
+        )  # fmt: skip
+    if body["status"] != "ok":
+        assert body["checks"] is None and body["support"] is None
+        assert counted == 0
+        return
+    checks = body["checks"]
+    sentences = checks["sentences"]
+    assert sentences and counted == len(sentences)
+    assert checks["supported"] + checks["unsupported"] + checks["uncited"] == len(sentences)
+    excerpts = {s["ref"]: s["excerpt"] for s in body["sources"]}
+    for c in sentences:
+        assert body["answer"][c["start"] : c["end"]] == c["text"]
+        assert (c["verdict"] == "uncited") == (not c["citations"])
+        if c["span"] is not None:
+            span = c["span"]
+            assert excerpts[span["ref"]][span["start"] : span["end"]] == span["text"]

@@ -1,8 +1,10 @@
 """``relata ask "question"``: a cited answer from the command line, through the API's service.
 
-Prints the answer and the sources it cites, or why the answer is unavailable (no model
-configured, no matching source, a rejected reply), followed by every retrieved source. Exit
-code 0 in both cases; 1 when the model provider failed or the input is invalid.
+Prints the answer, the sources it cites and its sentences' verdicts against the excerpts
+they cite (supported with the supporting sentence, UNSUPPORTED naming the facet, uncited), or
+why the answer is unavailable (no model configured, no matching source, a rejected reply),
+followed by every retrieved source. Exit code 0 in both cases; 1 when the model provider
+failed or the input is invalid.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any, TextIO
 from relata.cli.common import add_workspace_option, clip_words, open_container, plural
 from relata.schemas.answers import to_out
 from relata.search.answers import DEFAULT_LIMIT, MAX_LIMIT, Answer
+from relata.search.sentence_checks import SentenceCheck, SentenceVerdict, counts
 
 _SNIPPET_CHARS = 200
 
@@ -62,6 +65,7 @@ def print_answer(ans: Answer, out: TextIO) -> None:
             dropped = plural(ans.dropped_citations, "citation")
             verb = "was" if ans.dropped_citations == 1 else "were"
             print(f"note: {dropped} named no supplied source and {verb} dropped", file=out)
+        print_checks(ans.checks, out)
     else:
         print(f"answer unavailable ({ans.reason}): {ans.message}", file=out)
     if not ans.sources:
@@ -85,3 +89,25 @@ def print_answer(ans: Answer, out: TextIO) -> None:
             for side in (x.first, x.second):
                 quote = clip_words(" ".join(side.quotation.split()), _SNIPPET_CHARS)
                 print(f"    {titles.get(side.item_id, side.item_id)}: “{quote}”", file=out)
+
+
+def print_checks(checks: tuple[SentenceCheck, ...], out: TextIO) -> None:
+    """Each sentence's verdict, and the cited sentence that supports it or says otherwise."""
+    n = counts(checks)
+    summary = ", ".join(f"{n[v]} {v.value}" for v in SentenceVerdict)
+    print(f"\nchecked sentence by sentence: {summary}", file=out)
+    for index, c in enumerate(checks, start=1):
+        verdict = c.verdict.value
+        if c.verdict is SentenceVerdict.UNSUPPORTED:
+            verdict = f"UNSUPPORTED ({c.facet})"
+        print(f"  {index}. {verdict}: {clip_words(c.text, _SNIPPET_CHARS)}", file=out)
+        if c.reason:
+            print(f"       {c.reason}", file=out)
+        if c.span is not None:
+            where = f"{c.span.ref} [{c.span.start}:{c.span.end}]"
+            said = (
+                f"supported by {where}"
+                if c.verdict is SentenceVerdict.SUPPORTED
+                else f"{where} says"
+            )
+            print(f"       {said}: {clip_words(c.span.text, _SNIPPET_CHARS)}", file=out)

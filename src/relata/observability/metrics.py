@@ -113,6 +113,15 @@ class Metrics:
             "Citations in generated answers that named no supplied source (fabricated).",
             registry=self.registry,
         )
+        # Answers checked sentence by sentence (relata.search.sentence_checks): verdict is
+        # supported|unsupported|uncited, facet a SupportFacet member for unsupported, else none.
+        self.answer_sentences = Counter(
+            "relata_answer_sentences_total",
+            "Sentences of generated answers by verdict against the excerpts they cite, and "
+            "the facet an unsupported one lacks.",
+            ["verdict", "facet"],
+            registry=self.registry,
+        )
 
         # Embedding (relata.embeddings.stage): provider is local|ollama|openai, path is
         # stage (the ingest pipeline) or reembed (the re-embed job).

@@ -1,5 +1,5 @@
-"""The answer response (``POST /api/v1/answers``, ``relata ask --json``): a cited answer, or
-``unavailable`` with a reason, and always the retrieved sources."""
+"""The answer response (``POST /api/v1/answers``, ``relata ask --json``): a cited answer with
+its sentence checks, or ``unavailable`` with a reason, and always the retrieved sources."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from relata.claims.support import SupportFacet
 from relata.schemas.claims import ContradictionOut, contradiction_out
 from relata.search.answers import Answer
+from relata.search.sentence_checks import SentenceCheck, SentenceVerdict, counts
 
 
 class CitationOut(BaseModel):
@@ -27,6 +29,61 @@ class SourceOut(CitationOut):
     score: float = Field(description="The item's fused search score.")
 
 
+class AnswerSpanOut(BaseModel):
+    """Words of the answer: ``answer[start:end] == text``."""
+
+    start: int
+    end: int
+    text: str
+
+
+class ExcerptSpanOut(BaseModel):
+    """A sentence of a cited source's excerpt: ``excerpt[start:end] == text``."""
+
+    ref: str = Field(description="The cited source's `ref`; the offsets are into its `excerpt`.")
+    start: int
+    end: int
+    text: str
+
+
+class SentenceCheckOut(BaseModel):
+    """One sentence of the answer, checked against the excerpts it cites."""
+
+    start: int = Field(description="Offset of the sentence in `answer` (its markers included).")
+    end: int
+    text: str = Field(description="`answer[start:end]`.")
+    citations: list[str] = Field(
+        description="The refs the sentence cites: its `[S1]` markers, or the answer's "
+        "citations when it has no markers and is the only sentence or cites one source."
+    )
+    verdict: SentenceVerdict = Field(
+        description="`supported`: the cited excerpts state every date, number, name and the "
+        "polarity of the sentence; `unsupported`: one of them is not stated (see `facet`); "
+        "`uncited`: the sentence cites nothing."
+    )
+    facet: SupportFacet | None = Field(
+        description="What lacks support when `unsupported` (`date`, `quantity`, `number`, "
+        "`entity`, `content`, `polarity`, `direction`); else null."
+    )
+    reason: str | None = Field(description="A sentence for people when `unsupported`.")
+    claimed: AnswerSpanOut | None = Field(
+        description="The words of the sentence that lack support, when known."
+    )
+    span: ExcerptSpanOut | None = Field(
+        description="`supported`: the sentence of a cited excerpt that supports it. "
+        "`unsupported`: the cited sentence that says otherwise or comes closest (or null)."
+    )
+
+
+class AnswerChecksOut(BaseModel):
+    """Every sentence of the answer with its verdict, and how many got each."""
+
+    sentences: list[SentenceCheckOut]
+    supported: int
+    unsupported: int
+    uncited: int
+
+
 class AnswerOut(BaseModel):
     """A cited answer, or ``unavailable`` with a reason; the sources are always returned."""
 
@@ -39,6 +96,14 @@ class AnswerOut(BaseModel):
         "`no_valid_citations`, `not_json`, `schema_violation`, ...). Null when `ok`."
     )
     message: str | None = Field(description="A sentence for people explaining `reason`.")
+    support: Literal["supported", "unsupported", "uncited"] | None = Field(
+        description="When `ok`: `unsupported` if any sentence is, else `uncited` if any "
+        "sentence cites nothing, else `supported` (see `checks`). Null when unavailable."
+    )
+    checks: AnswerChecksOut | None = Field(
+        description="The answer checked sentence by sentence against the excerpts each "
+        "sentence cites; null when unavailable."
+    )
     citations: list[CitationOut] = Field(
         description="The sources the answer cites; only refs that were supplied resolve."
     )
@@ -60,6 +125,8 @@ def to_out(ans: Answer) -> AnswerOut:
         answer=ans.answer,
         reason=ans.reason,
         message=ans.message,
+        support=ans.support,
+        checks=_checks_out(ans) if ans.status == "ok" else None,
         citations=[
             CitationOut(
                 ref=s.ref, item_id=s.item_id, chunk_id=s.chunk_id, title=s.title, excerpt=s.excerpt
@@ -79,4 +146,37 @@ def to_out(ans: Answer) -> AnswerOut:
             for s in ans.sources
         ],
         contradictions=[contradiction_out(x) for x in ans.contradictions],
+    )
+
+
+def _checks_out(ans: Answer) -> AnswerChecksOut:
+    n = counts(ans.checks)
+    return AnswerChecksOut(
+        sentences=[_sentence_out(c) for c in ans.checks],
+        supported=n[SentenceVerdict.SUPPORTED],
+        unsupported=n[SentenceVerdict.UNSUPPORTED],
+        uncited=n[SentenceVerdict.UNCITED],
+    )
+
+
+def _sentence_out(c: SentenceCheck) -> SentenceCheckOut:
+    claimed = None
+    if c.claimed is not None:
+        start, end = c.claimed  # answer offsets, inside the sentence
+        claimed = AnswerSpanOut(start=start, end=end, text=c.text[start - c.start : end - c.start])
+    span = (
+        ExcerptSpanOut(ref=c.span.ref, start=c.span.start, end=c.span.end, text=c.span.text)
+        if c.span is not None
+        else None
+    )
+    return SentenceCheckOut(
+        start=c.start,
+        end=c.end,
+        text=c.text,
+        citations=list(c.citations),
+        verdict=c.verdict,
+        facet=c.facet,
+        reason=c.reason,
+        claimed=claimed,
+        span=span,
     )

@@ -15,6 +15,12 @@
    forge), calls the model and judges the reply: citations are resolved against the supplied
    references, fabricated ones dropped and counted, and an invalid or degenerate reply becomes
    ``unavailable`` with its reason. Either way the sources are returned.
+3a. An ``ok`` answer is checked sentence by sentence (``sentence_checks``; docs/decisions/
+   0018-answer-sentence-checks.md): each sentence against the excerpts its inline markers
+   cite, ``supported`` (with the supporting sentence's offsets in its excerpt),
+   ``unsupported`` (naming the facet) or ``uncited``. ``status`` stays ``ok`` (there is an
+   answer to show); ``Answer.support`` says whether every sentence held, and the verdicts
+   are counted on ``relata_answer_sentences_total{verdict,facet}``.
 4. Only a transport failure fails the request, as one of the two errors the analysis layer
    maps provider failures to (``relata.analysis.failures``): ``ModelProviderFailed`` (502)
    or ``ModelProviderUnavailable`` (503).
@@ -37,6 +43,15 @@ from relata.domain.cancel import Cancel
 from relata.domain.errors import ValidationError
 from relata.domain.models import Contradiction
 from relata.domain.ports import ContradictionRepository
+from relata.entities.deterministic import DeterministicExtractor
+from relata.observability.metrics import Metrics
+from relata.search.sentence_checks import (
+    Evidence,
+    SentenceCheck,
+    SentenceChecker,
+    SentenceVerdict,
+    counts,
+)
 from relata.search.service import MAX_QUERY_CHARS, SearchQuery, SearchResult, SearchService
 
 log = logging.getLogger(__name__)
@@ -88,6 +103,19 @@ class Answer:
     sources: tuple[Source, ...]
     #: Recorded between the sources (deterministic: with or without a model).
     contradictions: tuple[Contradiction, ...] = ()
+    #: ``ok`` only: every sentence of ``answer`` with its verdict, in order.
+    checks: tuple[SentenceCheck, ...] = ()
+
+    @property
+    def support(self) -> Literal["supported", "unsupported", "uncited"] | None:
+        """``unsupported`` when any sentence is, else ``uncited`` when any sentence cites
+        nothing, else ``supported``; None when there is no answer."""
+        if self.status != "ok":
+            return None
+        verdicts = {c.verdict for c in self.checks}
+        if SentenceVerdict.UNSUPPORTED in verdicts:
+            return "unsupported"
+        return "uncited" if SentenceVerdict.UNCITED in verdicts else "supported"
 
 
 class AnswerService:
@@ -96,10 +124,16 @@ class AnswerService:
         search: SearchService,
         analysis: AnalysisService,
         contradictions: ContradictionRepository | None = None,
+        *,
+        checker: SentenceChecker | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self._search = search
         self._analysis = analysis
         self._contradictions = contradictions
+        # The extractor the entities stage runs: spaCy loads on the first checked answer.
+        self._checker = checker or SentenceChecker(DeterministicExtractor())
+        self._metrics = metrics
 
     def answer(
         self,
@@ -116,6 +150,7 @@ class AnswerService:
         start = time.monotonic()
         sources = self.retrieve(workspace_id, q, limit, cancel)
         result = self._answer(q, sources, cancel)
+        self._count(result.checks)
         if self._contradictions is not None and sources:
             between = self._contradictions.between_items(workspace_id, [s.item_id for s in sources])
             result = replace(result, contradictions=tuple(between))
@@ -130,6 +165,7 @@ class AnswerService:
                     "citations": len(result.citations),
                     "dropped_citations": result.dropped_citations,
                     "contradictions": len(result.contradictions),
+                    **{f"sentences_{v.value}": n for v, n in counts(result.checks).items()},
                     "elapsed_ms": round((time.monotonic() - start) * 1000, 1),
                 }
             },
@@ -162,6 +198,8 @@ class AnswerService:
                 question, sources, reason, dropped_citations=result.dropped_citations
             )
         by_ref = {s.ref: s for s in sources}
+        text = result.answer or ""
+        evidence = {s.ref: Evidence(s.ref, s.excerpt, s.title) for s in sources}
         return Answer(
             question=question,
             status="ok",
@@ -171,7 +209,15 @@ class AnswerService:
             citations=tuple(by_ref[r] for r in result.citations),
             dropped_citations=result.dropped_citations,
             sources=sources,
+            checks=self._checker.check(text, result.markers, evidence, result.citations),
         )
+
+    def _count(self, checks: Sequence[SentenceCheck]) -> None:
+        if self._metrics is None:
+            return
+        for c in checks:
+            facet = c.facet.value if c.facet is not None else "none"
+            self._metrics.answer_sentences.labels(verdict=c.verdict.value, facet=facet).inc()
 
 
 def check_question(question: str) -> str:
