@@ -39,7 +39,7 @@ SCORE_VERSION: Final = "score-1"
 #: Below this score nothing is stored.
 STORAGE_THRESHOLD: Final = 0.12
 #: At or above this score a relationship expands search results without review.
-STRONG_THRESHOLD: Final = 0.40
+STRONG_THRESHOLD: Final = 0.35
 #: Contributions are whole millionths: the grid that makes them add up exactly.
 MICROS: Final = 1_000_000
 
