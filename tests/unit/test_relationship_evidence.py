@@ -8,7 +8,7 @@ import json
 import random
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from relata.domain.errors import ValidationError
@@ -48,6 +48,8 @@ from relata.relationships.scoring import (
 )
 
 A, B, C = "item-a", "item-b", "item-c"
+#: Properties: no per-example deadline (the machine is shared; a slow example is not a bug).
+PROPERTY = settings(deadline=None, max_examples=60)
 
 
 def span(item: str, start: int = 0, text: str = "the Sabrewing Array", chunk: str = "c1") -> Span:
@@ -87,6 +89,7 @@ def snap(records: list[Evidence] | tuple[Evidence, ...], score: float = 0.2) -> 
 # ---------------------------------------------------------------------- spans
 
 
+@PROPERTY
 @given(
     st.text(min_size=1, max_size=1200),
     st.integers(0, 10_000),
@@ -169,6 +172,7 @@ def test_the_same_evidence_twice_is_kept_once_at_its_best() -> None:
     assert kept[0].confidence == 0.9  # type: ignore[union-attr]
 
 
+@PROPERTY
 @given(st.randoms(use_true_random=False))
 def test_the_stored_order_does_not_depend_on_the_input_order(rnd: random.Random) -> None:
     records: list[Evidence] = [entity(f"e{i}", r=(i % 3) / 3) for i in range(8)]
@@ -212,6 +216,7 @@ def test_the_largest_evidence_record_stays_small() -> None:
     assert len(json.dumps(stored)) < 32_000
 
 
+@PROPERTY
 @given(st.sampled_from([0, 1, 2]))
 def test_every_kind_round_trips_through_json(which: int) -> None:
     record = [entity("e", 0.3), claims("k1", "k2"), reference(ReferenceKind.FILENAME, A)][which]
@@ -317,6 +322,7 @@ def test_a_new_score_version_is_not_new_evidence() -> None:
     assert material_changes(old, snap(records, 0.9)) == ()
 
 
+@PROPERTY
 @given(st.lists(st.sampled_from(range(6)), max_size=6), st.floats(0, 1))
 def test_a_snapshot_never_differs_materially_from_itself(picks: list[int], score: float) -> None:
     pool: list[Evidence] = [
@@ -348,6 +354,7 @@ def test_a_malformed_snapshot_is_a_validation_error(stored: dict[str, object]) -
 # ---------------------------------------------------------------------- the dedupe key
 
 
+@PROPERTY
 @given(st.uuids(), st.uuids())
 def test_the_key_is_the_unordered_pair(a: object, b: object) -> None:
     x, y = str(a), str(b)

@@ -4,13 +4,15 @@ bounded inputs, monotonicity and a visible version."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
+import random
 import re
 from decimal import Decimal
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from relata.domain.errors import ValidationError
@@ -18,6 +20,8 @@ from relata.domain.vocabulary import RelationshipType as T
 from relata.relationships.scoring import (
     CAUSAL_OR_UPDATING,
     DEFAULT_MODEL,
+    MAX_CLAIM_PAIRS,
+    MAX_SHARED_ENTITIES,
     SCORE_VERSION,
     STORAGE_THRESHOLD,
     STRONG_THRESHOLD,
@@ -40,6 +44,9 @@ from relata.relationships.scoring import (
 PINNED_FINGERPRINTS = {"score-1": "077eab208248711b"}
 
 # ---------------------------------------------------------------------- strategies
+
+#: Properties: no per-example deadline (the machine is shared; a slow example is not a bug).
+PROPERTY = settings(deadline=None, max_examples=60)
 
 keys = st.sampled_from([f"entity {i}" for i in range(12)])
 shared = st.builds(SharedEntity, key=keys, items_with=st.integers(1, 50_000))
@@ -89,6 +96,7 @@ def test_maximal_similarity_alone_is_stored_as_similar_but_not_strong() -> None:
     assert scored.type_basis is TypeBasis.SIMILARITY
 
 
+@PROPERTY
 @given(st.floats(allow_nan=False), st.integers(1, 100_000))
 def test_similarity_alone_is_never_strong_for_any_cosine(cosine: float, n: int) -> None:
     assert not score_pair(PairFeatures(workspace_items=n, similarity=cosine)).strong
@@ -107,6 +115,7 @@ def test_a_maximally_confident_model_alone_cannot_reach_the_storage_threshold(ki
         assert not score_pair(dated).storable
 
 
+@PROPERTY
 @given(opinion, st.none() | chronology)
 def test_no_model_opinion_alone_is_ever_stored(op: ModelOpinion, chron: Chronology | None) -> None:
     assert not score_pair(PairFeatures(model=op, chronology=chron)).storable
@@ -127,6 +136,7 @@ def test_an_observed_contradiction_outranks_a_model_opinion(kind: T) -> None:
     assert scored.type_basis is TypeBasis.CONTRADICTION
 
 
+@PROPERTY
 @given(features, opinion)
 def test_with_a_contradiction_no_opinion_changes_the_type(
     f: PairFeatures, op: ModelOpinion
@@ -136,6 +146,7 @@ def test_with_a_contradiction_no_opinion_changes_the_type(
     assert score_pair(dataclasses.replace(f, model=op)).relationship_type is T.CONTRADICTS
 
 
+@PROPERTY
 @given(chronology, st.integers(1, 100_000))
 def test_chronology_alone_never_yields_a_causal_or_updating_relationship(
     chron: Chronology, n: int
@@ -145,6 +156,7 @@ def test_chronology_alone_never_yields_a_causal_or_updating_relationship(
     assert not scored.storable
 
 
+@PROPERTY
 @given(features)
 def test_without_a_model_opinion_no_observation_yields_updates(f: PairFeatures) -> None:
     """Dates, shared entities, references, claims and similarity together are still not an
@@ -172,6 +184,7 @@ def test_a_model_says_updates_only_when_the_items_are_dated_apart() -> None:
 # ---------------------------------------------------------------------- exact, bounded output
 
 
+@PROPERTY
 @given(features)
 def test_contributions_add_up_to_the_score_exactly(f: PairFeatures) -> None:
     scored = score_pair(f)
@@ -183,6 +196,7 @@ def test_contributions_add_up_to_the_score_exactly(f: PairFeatures) -> None:
     ) == Decimal(repr(stored["score"]))
 
 
+@PROPERTY
 @given(features)
 def test_the_score_and_every_part_are_bounded(f: PairFeatures) -> None:
     scored = score_pair(f)
@@ -264,12 +278,14 @@ def test_a_model_whose_weights_would_break_an_invariant_is_refused(
 # ---------------------------------------------------------------------- monotonicity
 
 
+@PROPERTY
 @given(features, shared)
 def test_another_shared_entity_never_lowers_the_score(f: PairFeatures, e: SharedEntity) -> None:
     more = dataclasses.replace(f, shared_entities=(*f.shared_entities, e))
     assert score_pair(more).score >= score_pair(f).score
 
 
+@PROPERTY
 @given(features, st.integers(1, 50))
 def test_a_rarer_shared_entity_never_scores_lower(f: PairFeatures, fewer: int) -> None:
     common = SharedEntity("the one", 60)
@@ -279,6 +295,7 @@ def test_a_rarer_shared_entity_never_scores_lower(f: PairFeatures, fewer: int) -
     assert score_pair(high).score >= score_pair(low).score
 
 
+@PROPERTY
 @given(features, confidence, st.booleans())
 def test_another_claim_pair_never_lowers_the_score(f: PairFeatures, c: float, agrees: bool) -> None:
     name = "agreeing" if agrees else "contradicting"
@@ -286,12 +303,14 @@ def test_another_claim_pair_never_lowers_the_score(f: PairFeatures, c: float, ag
     assert score_pair(more).score >= score_pair(f).score
 
 
+@PROPERTY
 @given(features, references)
 def test_another_reference_never_lowers_the_score(f: PairFeatures, r: Reference) -> None:
     more = dataclasses.replace(f, references=(*f.references, r))
     assert score_pair(more).score >= score_pair(f).score
 
 
+@PROPERTY
 @given(features, st.floats(allow_nan=False), st.floats(allow_nan=False))
 def test_higher_similarity_never_lowers_the_score(f: PairFeatures, a: float, b: float) -> None:
     low, high = sorted((a, b))
@@ -301,6 +320,7 @@ def test_higher_similarity_never_lowers_the_score(f: PairFeatures, a: float, b: 
     )
 
 
+@PROPERTY
 @given(features, st.sampled_from(T), confidence, confidence)
 def test_a_more_confident_opinion_never_lowers_the_score(
     f: PairFeatures, kind: T, a: float, b: float
@@ -321,6 +341,7 @@ def _swapped(f: PairFeatures) -> PairFeatures:
     )
 
 
+@PROPERTY
 @given(features)
 def test_the_order_of_the_pair_does_not_change_score_or_type(f: PairFeatures) -> None:
     a, b = score_pair(f), score_pair(_swapped(f))
@@ -371,16 +392,38 @@ def test_similarities_and_confidences_are_clipped() -> None:
     assert under.score == 0.0 and under.relationship_type is not T.CONTRADICTS
 
 
-def test_long_lists_are_counted_up_to_the_bound() -> None:
+def test_long_lists_are_kept_to_their_bounds_rarest_and_most_confident_first() -> None:
     many = PairFeatures(
         workspace_items=10_000,
-        shared_entities=tuple(SharedEntity(f"e{i}", 2 + i) for i in range(5_000)),
-        agreeing=(0.1,) * 5_000,
+        shared_entities=tuple(SharedEntity(f"e{i}", 2 + i) for i in reversed(range(5_000))),
+        agreeing=(0.1,) * 5_000 + (0.7,),
+        references=(Reference(ReferenceKind.TITLE, Side.FIRST),) * 100,
     )
+    assert len(many.shared_entities) == MAX_SHARED_ENTITIES
+    assert [e.items_with for e in many.shared_entities] == list(range(2, 2 + MAX_SHARED_ENTITIES))
+    assert len(many.agreeing) == MAX_CLAIM_PAIRS and many.agreeing[0] == 0.7
+    assert len(many.references) == 1
     scored = score_pair(many)
-    assert "32 counted" in scored.contribution(Feature.SHARED_ENTITIES).note
-    cap = 1 - 0.9**DEFAULT_MODEL.max_claim_pairs
+    cap = 1 - 0.3 * 0.9 ** (MAX_CLAIM_PAIRS - 1)
     assert scored.contribution(Feature.AGREEING_CLAIMS).strength == pytest.approx(cap)
+    assert len(json.dumps(scored.as_json())) < 4_000  # the stored features stay small
+
+
+@PROPERTY
+@given(features, st.randoms(use_true_random=False))
+def test_the_order_of_the_inputs_does_not_matter(f: PairFeatures, rnd: random.Random) -> None:
+    def shuffled(values: tuple[Any, ...]) -> tuple[Any, ...]:
+        items = list(values)
+        rnd.shuffle(items)
+        return tuple(items)
+
+    g = dataclasses.replace(
+        f,
+        shared_entities=shuffled(f.shared_entities),
+        contradicting=shuffled(f.contradicting),
+        references=shuffled(f.references),
+    )
+    assert g == f and score_pair(g) == score_pair(f)
 
 
 def test_a_key_given_twice_counts_once_at_its_rarest() -> None:
@@ -403,6 +446,7 @@ def test_rarity_is_one_for_a_single_item_and_falls_as_more_items_name_it() -> No
 # ---------------------------------------------------------------------- stored and re-scored
 
 
+@PROPERTY
 @given(features)
 def test_inputs_round_trip_through_json_and_rescore_identically(f: PairFeatures) -> None:
     stored = score_pair(f).as_json()

@@ -42,6 +42,10 @@ STORAGE_THRESHOLD: Final = 0.12
 STRONG_THRESHOLD: Final = 0.35
 #: Contributions are whole millionths: the grid that makes them add up exactly.
 MICROS: Final = 1_000_000
+#: A pair's features keep the rarest shared entities and the most confident claim pairs of
+#: each kind up to these bounds, so stored inputs stay small (the rest add little).
+MAX_SHARED_ENTITIES: Final = 32
+MAX_CLAIM_PAIRS: Final = 16
 
 
 class Feature(enum.StrEnum):
@@ -180,8 +184,13 @@ class PairFeatures:
 
     Claim pairs are given by their confidences (each observed agreement or contradiction,
     from the ledger); a contradiction a person dismissed is not passed. ``similarity`` is
-    the cosine of the item-level vectors, None when there is no embedder. Counts and lists
-    are bounded by the model (``ScoringModel.max_*``), never refused for length.
+    the cosine of the item-level vectors, None when there is no embedder.
+
+    Lists are normalised, never refused for length: an entity key given twice counts once
+    at its rarest, and only the ``MAX_SHARED_ENTITIES`` rarest are kept (fewest items
+    naming them: the order of rarity in any workspace); claim confidences are kept most
+    confident first, ``MAX_CLAIM_PAIRS`` of each kind; a reference counts once per kind and
+    side. Two feature sets that say the same thing are therefore equal.
     """
 
     workspace_items: int = 2
@@ -195,16 +204,21 @@ class PairFeatures:
 
     def __post_init__(self) -> None:
         _count(self.workspace_items, "workspace_items", 1)
-        for name in ("shared_entities", "contradicting", "agreeing", "references"):
-            object.__setattr__(self, name, tuple(getattr(self, name)))
+        rarest: dict[str, int] = {}
         for entity in self.shared_entities:
             if not isinstance(entity, SharedEntity):
                 raise ValidationError("shared_entities holds SharedEntity", field="shared_entities")
+            rarest[entity.key] = min(entity.items_with, rarest.get(entity.key, entity.items_with))
+        kept = heapq.nsmallest(MAX_SHARED_ENTITIES, ((c, k) for k, c in rarest.items()))
+        object.__setattr__(self, "shared_entities", tuple(SharedEntity(k, c) for c, k in kept))
         for name in ("contradicting", "agreeing"):
-            object.__setattr__(self, name, tuple(_number(v, name) for v in getattr(self, name)))
+            values = [_number(v, name) for v in getattr(self, name)]
+            object.__setattr__(self, name, tuple(heapq.nlargest(MAX_CLAIM_PAIRS, values)))
         for ref in self.references:
             if not isinstance(ref, Reference):
                 raise ValidationError("references holds Reference", field="references")
+        distinct = sorted({(r.kind, r.by) for r in self.references})
+        object.__setattr__(self, "references", tuple(Reference(k, by) for k, by in distinct))
         if self.similarity is not None:
             object.__setattr__(self, "similarity", _number(self.similarity, "similarity"))
         if self.chronology is not None and not isinstance(self.chronology, Chronology):
@@ -288,8 +302,6 @@ class ScoringModel:
     reference_strengths: Mapping[ReferenceKind, float]
     #: A model's type is adopted only at this confidence or above.
     model_type_confidence: float
-    max_shared_entities: int
-    max_claim_pairs: int
     weight_micros: Mapping[Feature, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -318,8 +330,6 @@ class ScoringModel:
             raise ValueError("reference strengths must be in (0, 1]")
         if self.entity_scale <= 0 or not 0 < self.model_type_confidence <= 1:
             raise ValueError("entity_scale must be > 0 and model_type_confidence in (0, 1]")
-        if self.max_shared_entities < 1 or self.max_claim_pairs < 1:
-            raise ValueError("the input bounds must be at least 1")
         object.__setattr__(self, "weight_micros", micros)
 
     def fingerprint(self) -> str:
@@ -332,7 +342,7 @@ class ScoringModel:
             "similarity": [self.similarity_floor, self.similarity_full],
             "references": {k.value: self.reference_strengths[k] for k in ReferenceKind},
             "model_type_confidence": self.model_type_confidence,
-            "bounds": [self.max_shared_entities, self.max_claim_pairs],
+            "bounds": [MAX_SHARED_ENTITIES, MAX_CLAIM_PAIRS],
         }
         canonical = json.dumps(params, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
@@ -360,8 +370,6 @@ DEFAULT_MODEL: Final = ScoringModel(
         ReferenceKind.EXTERNAL_ID: 0.95,
     },
     model_type_confidence=0.6,
-    max_shared_entities=32,
-    max_claim_pairs=16,
 )
 
 
@@ -392,28 +400,21 @@ class _Measured:
 
 
 def _entities(f: PairFeatures, m: ScoringModel) -> _Measured:
-    rarest: dict[str, int] = {}
-    for e in f.shared_entities:  # a key given twice counts once, at its rarest
-        rarest[e.key] = min(e.items_with, rarest.get(e.key, e.items_with))
-    rarities = heapq.nlargest(
-        m.max_shared_entities, (rarity(c, f.workspace_items) for c in rarest.values())
-    )
+    rarities = [rarity(e.items_with, f.workspace_items) for e in f.shared_entities]
     mass = math.fsum(rarities)
-    note = f"{len(rarest)} shared, {len(rarities)} counted, rarity sum {mass:.3f}"
+    note = f"shared entities: {len(rarities)}, rarity sum {mass:.3f}"
     return _Measured(mass, 1.0 - math.exp(-mass / m.entity_scale), note)
 
 
-def _claims(confidences: Sequence[float], m: ScoringModel, what: str) -> _Measured:
-    top = heapq.nlargest(m.max_claim_pairs, (_clip(c, 0.0, 1.0) for c in confidences))
-    strength = _noisy_or(top)
+def _claims(confidences: Sequence[float], what: str) -> _Measured:
+    strength = _noisy_or([_clip(c, 0.0, 1.0) for c in confidences])
     return _Measured(float(len(confidences)), strength, f"{what} claim pairs: {len(confidences)}")
 
 
 def _references(f: PairFeatures, m: ScoringModel) -> _Measured:
-    distinct = sorted({(r.kind, r.by) for r in f.references})
-    strength = _noisy_or([m.reference_strengths[kind] for kind, _ in distinct])
-    names = ", ".join(f"{by.value} names {kind.value}" for kind, by in distinct)
-    return _Measured(float(len(distinct)), strength, names or "none")
+    strength = _noisy_or([m.reference_strengths[r.kind] for r in f.references])
+    names = ", ".join(f"{r.by.value} names {r.kind.value}" for r in f.references)
+    return _Measured(float(len(f.references)), strength, names or "none")
 
 
 def _similarity(f: PairFeatures, m: ScoringModel) -> _Measured:
@@ -442,8 +443,8 @@ def _model(f: PairFeatures) -> _Measured:
 
 def _measure(f: PairFeatures, m: ScoringModel) -> dict[Feature, _Measured]:
     return {
-        Feature.CONTRADICTING_CLAIMS: _claims(f.contradicting, m, "contradicting"),
-        Feature.AGREEING_CLAIMS: _claims(f.agreeing, m, "agreeing"),
+        Feature.CONTRADICTING_CLAIMS: _claims(f.contradicting, "contradicting"),
+        Feature.AGREEING_CLAIMS: _claims(f.agreeing, "agreeing"),
         Feature.REFERENCES: _references(f, m),
         Feature.SHARED_ENTITIES: _entities(f, m),
         Feature.SIMILARITY: _similarity(f, m),
