@@ -28,6 +28,7 @@ from relata.domain.errors import ConfigError
 from relata.storage.sql.errors import unavailable
 
 _BUSY_TIMEOUT_MS = 10_000
+_PG_LOCK_TIMEOUT = f"-c lock_timeout={_BUSY_TIMEOUT_MS}"
 _WRITE_OPTION = "relata_write"
 
 
@@ -97,7 +98,12 @@ def create_engine(url: str) -> Engine:
     if backend == "postgresql":
         if parsed.drivername == "postgresql":
             parsed = parsed.set(drivername="postgresql+psycopg")
-        return sa.create_engine(parsed, pool_pre_ping=True, pool_size=10, max_overflow=10)
+        # A lock held by another writer fails after this long (then 503 busy, or a retry of
+        # the job) instead of waiting forever; ``?options=-c lock_timeout=...`` overrides it.
+        connect_args = {} if "options" in parsed.query else {"options": _PG_LOCK_TIMEOUT}
+        return sa.create_engine(
+            parsed, pool_pre_ping=True, pool_size=10, max_overflow=10, connect_args=connect_args
+        )
     raise ConfigError(f"RELATA_DATABASE_URL: unsupported database {backend!r}")
 
 
