@@ -12,7 +12,6 @@ items table, so a leftover vector can never surface a deleted item.
 from __future__ import annotations
 
 import builtins
-
 import logging
 import threading
 from collections.abc import Callable
