@@ -364,6 +364,7 @@ def _build_knowledge(
             chunks=repos.chunks,
             entities=repos.entities,
             claims=repos.claims,
+            analysis=analysis,
         )
     )
     # Observations go with the item's row (ON DELETE CASCADE); the hook also recounts the

@@ -62,6 +62,8 @@ class ConflictFacet(enum.StrEnum):
     QUANTITY = "quantity"
     POLARITY = "polarity"
     DIRECTION = "direction"
+    #: No facet: a language model judged the pair (``relata.claims.assisted``).
+    JUDGEMENT = "judgement"
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,12 @@ item's claims and upserts what it found into the ledger, in the stage's transact
 resolution is never overwritten, a dismissed pair is not proposed again while both claims
 are unchanged, a changed claim reopens its contradictions with their history kept.
 
-It needs no model: the deterministic path is the whole of it without one.
+It needs no model: the deterministic path is the whole of it without one. With analysis
+enabled it also asks the model (``relata.claims.assisted``): for claims chunk by chunk,
+validated and merged with the deterministic ones, and for a judgement on the candidate pairs
+the facet rules did not flag, which may add a contradiction (detector ``model``, ranked
+below every facet one) and never removes one. A malformed reply or a failing model costs
+only the model's part, counted in the run's details; it never fails the item.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from relata.analysis.service import AnalysisService
+from relata.claims.assisted import CandidatePairs, ModelPass
 from relata.claims.contradict import DETECTOR_VERSION, MAX_GROUP, Contradiction, compare
 from relata.claims.extract import EXTRACTOR_VERSION, ClaimDraft, Subject, extract_claims
 from relata.claims.facets import Facets, extract_facets
@@ -149,15 +156,27 @@ class ClaimStage:
         chunks: ChunkRepository,
         entities: EntityRepository,
         claims: ClaimRepository,
+        analysis: AnalysisService | None = None,
     ) -> None:
         self._items = items
         self._chunks = chunks
         self._entities = entities
         self._claims = claims
+        self._analysis = analysis
+
+    @property
+    def _model_enabled(self) -> bool:
+        return self._analysis is not None and self._analysis.enabled
 
     @property
     def versions(self) -> dict[str, str]:
-        return {"claim_extractor": EXTRACTOR_VERSION, "contradiction_detector": DETECTOR_VERSION}
+        versions = {
+            "claim_extractor": EXTRACTOR_VERSION,
+            "contradiction_detector": DETECTOR_VERSION,
+        }
+        if self._model_enabled and self._analysis is not None and self._analysis.model_id:
+            versions["claim_model"] = self._analysis.model_id
+        return versions
 
     def run(self, payload: StagePayload, cancel: Cancel) -> StageResult:
         ws, item_id = payload.workspace_id, payload.item_id
@@ -178,10 +197,18 @@ class ClaimStage:
         chunks = [
             _Chunk(c.id, c.start_offset, c.text) for c in self._chunks.list_for_item(ws, item_id)
         ]
-        drafts = extract_claims(item_id, text, mentions, chunks=chunks)
+        drafts: Sequence[ClaimDraft] = extract_claims(item_id, text, mentions, chunks=chunks)
         cancel.raise_if_cancelled()
+        model = (
+            ModelPass(self._analysis, cancel) if self._analysis and self._model_enabled else None
+        )
+        if model is not None:
+            drafts = [*drafts, *model.claims(item_id, text, chunks, mentions, drafts)]
         canonical = self._canonical(ws, {e.normalised_key: e.id for e in entities.values()})
-        found = self._contradictions(ws, item_id, drafts, canonical)
+        pairs = CandidatePairs() if model is not None else None
+        found = self._contradictions(ws, item_id, drafts, canonical, pairs)
+        if model is not None and pairs is not None:
+            found = _with_judgements(found, model.judge(pairs))
         cancel.raise_if_cancelled()
         claims = [
             Claim(
@@ -213,7 +240,11 @@ class ClaimStage:
         return StageResult(
             write=write,
             versions=self.versions,
-            details={"claims": len(claims), "contradictions": len(found)},
+            details={
+                "claims": len(claims),
+                "contradictions": len(found),
+                **(model.details() if model is not None else {}),
+            },
         )
 
     def _canonical(self, ws: str, keys: dict[str, str]) -> dict[str, str]:
@@ -238,7 +269,12 @@ class ClaimStage:
         item_id: str,
         drafts: Sequence[ClaimDraft],
         canonical: dict[str, str],
+        unflagged: CandidatePairs | None = None,
     ) -> list[FoundContradiction]:
+        """The facet rules' contradictions between the item's claims and the stored claims
+        of other items about the same subjects; the pairs they did not flag are offered to
+        ``unflagged`` (the model's candidates) when given."""
+
         def key(d: ClaimDraft) -> str:
             return canonical.get(d.subject.key, d.subject.key)
 
@@ -265,4 +301,19 @@ class ClaimStage:
                     if c is not None:
                         f = found_contradiction(c, subject)
                         found.setdefault(f.identity, f)
+                    elif unflagged is not None:
+                        unflagged.offer(subject, a, b)
         return sorted(found.values(), key=lambda f: -f.confidence)
+
+
+def _with_judgements(
+    found: Sequence[FoundContradiction], judged: Sequence[tuple[str, Contradiction]]
+) -> list[FoundContradiction]:
+    """The facet rules' contradictions and, for pairs they did not flag, the model's: an
+    observed contradiction is never replaced, and ranks first (the model's confidence is
+    capped below every facet rule's)."""
+    out = {f.identity: f for f in found}
+    for subject, c in judged:
+        f = found_contradiction(c, subject)
+        out.setdefault(f.identity, f)
+    return sorted(out.values(), key=lambda f: -f.confidence)
