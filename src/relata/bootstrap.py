@@ -291,7 +291,7 @@ def build(
         items=items,
         pipeline=pipeline,
         search=search,
-        answers=AnswerService(search, analysis, repos.contradictions),
+        answers=AnswerService(search, analysis, repos.contradictions, metrics=metrics),
         reembed=reembed,
         model_status=ModelStatusService(
             configured_dimensions=settings.embedding_dimensions,
