@@ -37,6 +37,10 @@ MINUTES = (
     "Kestrel Marine Systems supplied the cables for the Sabrewing Array.",
 )
 BUILT = "The Sabrewing Array was built by Kestrel Marine Systems in Port Halloran."
+#: A pair the facet rules flag (opposite directions) whose statements are also similar: the
+#: model must never be asked about it, nor replace it.
+INCREASED = " Kestrel Marine Systems increased the output of the Sabrewing Array."
+REDUCED = " Kestrel Marine Systems reduced the output of the Sabrewing Array."
 
 
 def _row(subject: str, quotation: str, **changes: str) -> dict[str, str]:
@@ -182,22 +186,27 @@ def test_a_judgement_adds_a_contradiction_below_the_observed_one_never_over_it(
     settings: Settings, fake: FakeProvider
 ) -> None:
     fake.chat_content = _scripted(_verdict("contradicts", 1.0))
+    release, minutes = (RELEASE[0], RELEASE[1] + INCREASED), (MINUTES[0], MINUTES[1] + REDUCED)
     with built(settings, **_model(fake.url + "/v1")) as c:
-        ids = _ingest(c, RELEASE, MINUTES)
+        ids = _ingest(c, release, minutes)
         ws = workspace_id(c)
         found = c.claims.contradictions(ws)
-        [observed] = [x for x in found if x.detector == "facets"]
-        assert (observed.facet, observed.confidence) == ("date", 0.9)
+        observed = {x.facet: x for x in found if x.detector == "facets"}
+        assert set(observed) == {"date", "direction"}
         judged = [x for x in found if x.detector == "model"]
         assert judged, "the model's verdict on an unflagged candidate pair was not recorded"
         for x in judged:
             assert x.facet == "judgement" and x.detector_version == "fake-chat"
             assert x.reason == "One source names turbines and the other cables."
-            assert x.confidence == MODEL_CONFIDENCE_CAP < observed.confidence
+            assert (
+                x.confidence == MODEL_CONFIDENCE_CAP < min(o.confidence for o in observed.values())
+            )
             assert "kestrel marine systems" in x.subject
-        # The turbines/cables pair went to the judge; the facet-flagged pair never did.
+            assert {x.first.statement, x.second.statement} != {INCREASED.strip(), REDUCED.strip()}
+        # The turbines/cables pair went to the judge; the facet-flagged pairs never did.
         asked = _judge_requests(fake)
         assert any("turbines" in u and "cables" in u for u in asked)
+        assert not any("increased" in u and "reduced" in u for u in asked)
         assert not any("March 2019" in u and "June 2021" in u for u in asked)
         runs = [_claims_run(c, i) for i in ids.values()]
         assert sum(r.details["model_contradictions"] for r in runs) == len(judged)

@@ -165,8 +165,10 @@ class ClaimStage:
         self._analysis = analysis
 
     @property
-    def _model_enabled(self) -> bool:
-        return self._analysis is not None and self._analysis.enabled
+    def _enabled_analysis(self) -> AnalysisService | None:
+        """The analysis service when a model is configured, else None (deterministic only)."""
+        analysis = self._analysis
+        return analysis if analysis is not None and analysis.enabled else None
 
     @property
     def versions(self) -> dict[str, str]:
@@ -174,8 +176,9 @@ class ClaimStage:
             "claim_extractor": EXTRACTOR_VERSION,
             "contradiction_detector": DETECTOR_VERSION,
         }
-        if self._model_enabled and self._analysis is not None and self._analysis.model_id:
-            versions["claim_model"] = self._analysis.model_id
+        analysis = self._enabled_analysis
+        if analysis is not None and analysis.model_id:
+            versions["claim_model"] = analysis.model_id
         return versions
 
     def run(self, payload: StagePayload, cancel: Cancel) -> StageResult:
@@ -199,13 +202,12 @@ class ClaimStage:
         ]
         drafts: Sequence[ClaimDraft] = extract_claims(item_id, text, mentions, chunks=chunks)
         cancel.raise_if_cancelled()
-        model = (
-            ModelPass(self._analysis, cancel) if self._analysis and self._model_enabled else None
-        )
+        analysis = self._enabled_analysis
+        model = ModelPass(analysis, cancel) if analysis is not None else None
+        pairs = CandidatePairs() if model is not None else None
         if model is not None:
             drafts = [*drafts, *model.claims(item_id, text, chunks, mentions, drafts)]
         canonical = self._canonical(ws, {e.normalised_key: e.id for e in entities.values()})
-        pairs = CandidatePairs() if model is not None else None
         found = self._contradictions(ws, item_id, drafts, canonical, pairs)
         if model is not None and pairs is not None:
             found = _with_judgements(found, model.judge(pairs))
