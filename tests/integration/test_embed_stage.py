@@ -17,7 +17,7 @@ from relata.domain.models import Chunk, ItemStatus, JobStatus
 from relata.embeddings.stage import MAX_PASSAGE_CHARS, MAX_TITLE_CHARS, passage
 from relata.ingest.service import IngestRequest
 from tests.support.fake_embedder import FakeEmbedder
-from tests.support.ingest import built, drain, workspace_id
+from tests.support.ingest import STAGE_JOBS, STAGES, built, drain, workspace_id
 
 MARKDOWN = (
     b"# Tidal notes\n\n## Turbines\n\nThe array has twelve turbines. Each is rated at 1.5 MW.\n\n"
@@ -56,7 +56,7 @@ def test_an_ingested_document_gets_one_vector_per_chunk_with_the_local_model(
     ws = workspace_id(c)
     item = c.ingest.ingest(ws, IngestRequest(data=MARKDOWN, filename="notes.md"))
     jobs = drain(c)
-    assert [j.kind for j in jobs] == ["parse_item", "chunk_item", "embed_item", "entities_item"]
+    assert [j.kind for j in jobs] == STAGE_JOBS
     assert all(j.status is JobStatus.SUCCEEDED for j in jobs)
 
     assert c.repos.items.get(ws, item.id).status is ItemStatus.READY
@@ -99,7 +99,7 @@ def test_without_a_provider_ingestion_completes_and_the_stage_is_recorded_skippe
         assert c.embedder is None
         ws = workspace_id(c)
         item = c.ingest.ingest(ws, IngestRequest(data=MARKDOWN, filename="notes.md"))
-        assert [j.kind for j in drain(c)] == ["parse_item", "chunk_item", "entities_item"]
+        assert [j.kind for j in drain(c)] == [k for k in STAGE_JOBS if k != "embed_item"]
         assert c.repos.items.get(ws, item.id).status is ItemStatus.READY
         runs = c.repos.runs.list_for_item(ws, item.id)
         assert [(r.stage, r.outcome) for r in runs] == [
@@ -107,6 +107,7 @@ def test_without_a_provider_ingestion_completes_and_the_stage_is_recorded_skippe
             ("chunk", "succeeded"),
             ("embed", "skipped"),
             ("entities", "succeeded"),
+            ("claims", "succeeded"),
         ]
         assert runs[2].details["reason"] == "no embedding provider"
         assert c.vectors.count(ws) == 0
@@ -167,15 +168,10 @@ def test_reprocessing_overwrites_the_same_vectors(settings: Settings) -> None:
         drain(c)
         chunks = c.repos.chunks.count(ws)
         c.items.reprocess(ws, item.id)
-        assert [j.kind for j in drain(c)] == [
-            "parse_item",
-            "chunk_item",
-            "embed_item",
-            "entities_item",
-        ]
+        assert [j.kind for j in drain(c)] == STAGE_JOBS
         assert c.vectors.count(ws) == chunks == c.repos.chunks.count(ws)
         runs = c.repos.runs.list_for_item(ws, item.id)
-        assert [r.stage for r in runs] == ["parse", "chunk", "embed", "entities"] * 2
+        assert [r.stage for r in runs] == STAGES * 2
         assert c.repos.items.get(ws, item.id).status is ItemStatus.READY
 
 
@@ -204,15 +200,13 @@ def test_an_embed_job_left_from_a_provider_settles_the_item_without_one(
         pool.run_one()
         pool.run_one()  # parse, chunk: embed_item is pending
     with built(settings, embedding_provider="none") as c:
-        job, following = drain(c)
+        job, *following = drain(c)
         assert job.kind == "embed_item" and job.status is JobStatus.SUCCEEDED
-        assert following.kind == "entities_item"
+        assert [j.kind for j in following] == STAGE_JOBS[STAGE_JOBS.index("embed_item") + 1 :]
         assert c.repos.items.get(ws, item.id).status is ItemStatus.READY
         runs = c.repos.runs.list_for_item(ws, item.id)
-        assert [(r.stage, r.outcome) for r in runs][-2:] == [
-            ("embed", "skipped"),
-            ("entities", "succeeded"),
-        ]
+        embed = [(r.stage, r.outcome) for r in runs].index(("embed", "skipped"))
+        assert [r.outcome for r in runs[embed + 1 :]] == ["succeeded"] * len(following)
 
 
 def test_bench_embed_times_the_stage_path_on_the_same_texts(

@@ -20,7 +20,7 @@ from relata.domain.errors import (
 )
 from relata.domain.models import ItemStatus, JobStatus, SourceType
 from relata.ingest.service import IngestRequest
-from tests.support.ingest import built, drain, originals_of, workspace_id
+from tests.support.ingest import STAGE_JOBS, STAGES, built, drain, originals_of, workspace_id
 
 MARKDOWN = (
     b"# Tidal notes\n\n## Turbines\n\nThe array has twelve turbines. Each is rated at 1.5 MW.\n\n"
@@ -184,7 +184,7 @@ def test_the_pipeline_parses_chunks_and_records_runs(c: Container) -> None:
     item = c.ingest.ingest(ws, IngestRequest(data=MARKDOWN, filename="notes.md"))
     assert item.status is ItemStatus.PENDING and item.title == "notes.md"
     jobs = drain(c)
-    assert [j.kind for j in jobs] == ["parse_item", "chunk_item", "embed_item", "entities_item"]
+    assert [j.kind for j in jobs] == STAGE_JOBS
     assert all(j.status is JobStatus.SUCCEEDED for j in jobs)
 
     ready = c.repos.items.get(ws, item.id)
@@ -201,6 +201,7 @@ def test_the_pipeline_parses_chunks_and_records_runs(c: Container) -> None:
         ("chunk", "succeeded"),
         ("embed", "succeeded"),
         ("entities", "succeeded"),
+        ("claims", "succeeded"),
     ]
     assert "parser" in runs[0].versions and "chunker" in runs[1].versions
     assert runs[1].details["chunks"] == len(chunks)
@@ -227,7 +228,7 @@ def test_reprocessing_keeps_one_generation_of_chunks_with_the_same_ids(c: Contai
     assert [ch.id for ch in after] == [ch.id for ch in before]
     assert c.repos.chunks.count(ws) == len(before)
     runs = c.repos.runs.list_for_item(ws, item.id)
-    assert [r.stage for r in runs] == ["parse", "chunk", "embed", "entities"] * 2  # accumulate
+    assert [r.stage for r in runs] == STAGES * 2  # runs accumulate
     assert c.repos.items.get(ws, item.id).status is ItemStatus.READY
 
 
@@ -297,4 +298,4 @@ def test_workers_finish_items_under_way_before_starting_new_ones(c: Container) -
     for i in range(3):
         c.ingest.ingest(ws, IngestRequest(text=f"Document number {i}."))
     kinds = [j.kind for j in drain(c)]
-    assert kinds == ["parse_item", "chunk_item", "embed_item", "entities_item"] * 3
+    assert kinds == STAGE_JOBS * 3

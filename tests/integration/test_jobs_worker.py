@@ -89,7 +89,7 @@ def test_a_transient_error_is_retried_with_backoff_then_succeeds(
     for attempt in (1, 2):
         ran = pool.run_one()
         assert ran is not None and ran.status is JobStatus.PENDING and ran.attempts == attempt
-        assert ran.last_error == "ConnectionError: model server restarting"
+        assert ran.last_error == "ConnectionError"  # a foreign error: its type alone
         delay = expected.uniform(
             0.0, min(BACKOFF_MAX_SECONDS, BACKOFF_SECONDS * 2 ** (attempt - 1))
         )
@@ -151,7 +151,8 @@ def test_a_spent_attempt_budget_ends_as_failed(jc: Container, ws: str, clock: Ma
         clock.advance(BACKOFF_MAX_SECONDS)
     final = jc.queue.get(ws, job.id)
     assert final.status is JobStatus.FAILED and final.attempts == final.max_attempts == 3
-    assert final.last_error == "attempt budget spent (3 of 3): TimeoutError: provider timed out"
+    # A foreign exception is recorded by its type alone: its text may quote input.
+    assert final.last_error == "attempt budget spent (3 of 3): TimeoutError"
     assert pool.run_one() is None
 
 

@@ -25,7 +25,7 @@ from relata.pipeline import Requirement
 from relata.storage.sql import migrate
 from tests.support.fake_embedder import FakeEmbedder
 from tests.support.ingest import drain, workspace_id
-from tests.support.pipeline_stages import FAILURES, ORDER, TAG, TagStage, container
+from tests.support.pipeline_stages import AFTER_TAG, FAILURES, ORDER, TAG, TagStage, container
 
 ROOT = Path(__file__).resolve().parents[2]
 TEXT = "The Sabrewing Array has twelve turbines rated at 1.5 MW each."
@@ -69,19 +69,14 @@ def test_a_stage_added_in_a_test_runs_in_its_declared_place(settings: Settings) 
     with pipeline_with(settings, stage) as c:
         ws = workspace_id(c)
         item = c.ingest.ingest(ws, IngestRequest(text=TEXT))
-        assert _drain(c) == [
-            "parse_item",
-            "chunk_item",
-            "tag_item",
-            "embed_item",
-            "entities_item",
-        ]
+        assert _drain(c) == ["parse_item", "chunk_item", "tag_item", *AFTER_TAG]
         assert _runs(c, ws, item.id) == [
             ("parse", "succeeded"),
             ("chunk", "succeeded"),
             ("tag", "succeeded"),
             ("embed", "succeeded"),
             ("entities", "succeeded"),
+            ("claims", "succeeded"),
         ]
         done = c.repos.items.get(ws, item.id)
         assert done.status is ItemStatus.READY and done.failed_stage is None
@@ -157,7 +152,7 @@ def test_a_stage_whose_requirement_is_missing_is_skipped_and_the_item_becomes_re
         ws = workspace_id(c)
         item = c.ingest.ingest(ws, IngestRequest(text=TEXT))
         # The skipped stage takes no job of its own: it is recorded with the stage before it.
-        assert _drain(c) == ["parse_item", "chunk_item", "embed_item", "entities_item"]
+        assert _drain(c) == ["parse_item", "chunk_item", *AFTER_TAG]
         assert stage.calls == 0
         runs = c.repos.runs.list_for_item(ws, item.id)
         skipped = [r for r in runs if r.stage == TAG]
@@ -171,13 +166,7 @@ def test_a_stage_that_reports_not_configured_is_skipped_not_failed(settings: Set
     with pipeline_with(settings, stage) as c:
         ws = workspace_id(c)
         item = c.ingest.ingest(ws, IngestRequest(text=TEXT))
-        assert _drain(c) == [
-            "parse_item",
-            "chunk_item",
-            "tag_item",
-            "embed_item",
-            "entities_item",
-        ]
+        assert _drain(c) == ["parse_item", "chunk_item", "tag_item", *AFTER_TAG]
         assert ("tag", "skipped") in _runs(c, ws, item.id)
         assert c.repos.items.get(ws, item.id).status is ItemStatus.READY
 
@@ -191,14 +180,17 @@ def test_reprocessing_from_a_stage_reruns_it_and_the_later_ones_only(settings: S
         again = c.items.reprocess(ws, item.id, from_stage=TAG)
         assert again.from_stage == TAG and again.generation == 2
         assert c.repos.items.get(ws, item.id).status is ItemStatus.PENDING
-        assert _drain(c) == ["tag_item", "embed_item", "entities_item"]
+        assert _drain(c) == ["tag_item", *AFTER_TAG]
         stages = [s for s, _ in _runs(c, ws, item.id)]
         assert stages.count("parse") == 1 and stages.count("chunk") == 1
         assert stages.count(TAG) == 2 and stages.count("embed") == 2
         assert c.repos.items.get(ws, item.id).status is ItemStatus.READY
         with pytest.raises(ValidationError) as bad:
             c.items.reprocess(ws, item.id, from_stage="nonsense")
-        assert bad.value.field == "from" and "parse, chunk, tag, embed" in bad.value.message
+        assert (
+            bad.value.field == "from"
+            and "parse, chunk, tag, embed, entities, claims" in bad.value.message
+        )
 
 
 def test_reprocessing_starts_by_default_at_the_stage_that_failed(settings: Settings) -> None:
@@ -209,7 +201,7 @@ def test_reprocessing_starts_by_default_at_the_stage_that_failed(settings: Setti
         _drain(c)
         [again] = c.items.reprocess_failed(ws)
         assert again.item.id == item.id and again.from_stage == TAG
-        assert _drain(c) == ["tag_item", "embed_item", "entities_item"]
+        assert _drain(c) == ["tag_item", *AFTER_TAG]
         ready = c.repos.items.get(ws, item.id)
         assert ready.status is ItemStatus.READY
         assert ready.error is None and ready.failed_stage is None

@@ -68,7 +68,7 @@ def test_meaning_only_and_terms_only_items_both_rank_with_explanations(
     # contributions explain the fused score exactly
     for r in resp.results:
         assert abs(sum(x.contribution for x in r.explanation.legs) - r.score) < 1e-12
-    assert resp.legs["vector"] == "ran" and resp.legs["entity"] == "absent"
+    assert resp.legs["vector"] == "ran" and resp.legs["entity"] == "ran"
 
 
 def test_excerpt_offsets_point_at_the_matched_text(

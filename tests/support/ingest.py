@@ -11,10 +11,15 @@ from relata.bootstrap import Container, build
 from relata.config.settings import Settings
 from relata.domain.models import Job
 from relata.domain.ports import Embedder
+from relata.domain.vocabulary import StageKind
 from relata.storage.sql import migrate
 
 # Bounds a drain: a pipeline that keeps enqueueing work fails the test instead of hanging.
 MAX_JOBS = 500
+
+#: Every pipeline stage, in order, and the job kind each runs as.
+STAGES = [k.value for k in StageKind]
+STAGE_JOBS = [k.job_kind for k in StageKind]
 
 
 @contextmanager

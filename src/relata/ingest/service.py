@@ -31,7 +31,6 @@ from relata.domain.ports import Clock, ItemRepository
 from relata.ids import content_hash, new_id
 from relata.ingest.admission import Admission
 from relata.ingest.originals import OriginalStore
-from relata.ingest.pipeline import Pipeline, StagePayload
 from relata.ingest.validation import (
     MEDIA_TYPES,
     UNTITLED,
@@ -43,6 +42,7 @@ from relata.ingest.validation import (
     validate_title,
 )
 from relata.parsing import ParseLimits, sniff
+from relata.pipeline import Pipeline, StagePayload
 
 log = logging.getLogger("relata.ingest")
 

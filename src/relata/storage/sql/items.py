@@ -8,7 +8,6 @@ a transaction of their own, so each write is written once.
 from __future__ import annotations
 
 import builtins
-
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any

@@ -12,7 +12,8 @@
 ``entity_items`` and the old ``entity_aliases`` were never written by any release (no stage
 produced entities before this revision), so they are dropped rather than converted. On SQLite
 the unique-constraint change rebuilds ``entities`` (batch mode); no full-text trigger is
-involved. See docs/decisions/0015-entities.md. Not reversible: restore a backup to go back.
+involved. See docs/decisions/0015-entities.md. The downgrade drops what 0004 added, entities
+included.
 
 Revision ID: 0004
 Revises: 0003
@@ -137,4 +138,79 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    raise NotImplementedError("0004 cannot be reversed: restore a backup taken before it")
+    """Back to 0003's shape. Entities, observations and alias decisions are lost (0003 had
+    no stage writing them): take a backup first if they matter."""
+    op.drop_table("entity_aliases")
+    op.drop_table("entity_tokens")
+    op.drop_table("entity_observations")
+    op.execute("DELETE FROM entities")
+    with op.batch_alter_table("entities", schema=None) as batch_op:
+        batch_op.drop_constraint(
+            batch_op.f("uq_entities_workspace_id_entity_type_normalised_key"), type_="unique"
+        )
+        batch_op.create_unique_constraint(
+            batch_op.f("uq_entities_workspace_id_normalised_key"),
+            ["workspace_id", "normalised_key"],
+        )
+        batch_op.drop_column("decided_at")
+    op.create_table(
+        "entity_aliases",
+        sa.Column("id", sa.String(length=36), nullable=False),
+        sa.Column("workspace_id", sa.String(length=36), nullable=False),
+        sa.Column("entity_id", sa.String(length=36), nullable=False),
+        sa.Column("alias", sa.String(length=300), nullable=False),
+        sa.Column("normalised", sa.String(length=400), nullable=False),
+        sa.Column("status", sa.String(length=16), nullable=False),
+        sa.Column("score", sa.Float(), server_default="0", nullable=False),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.ForeignKeyConstraint(
+            ["entity_id"],
+            ["entities.id"],
+            name=op.f("fk_entity_aliases_entity_id_entities"),
+            ondelete="CASCADE",
+        ),
+        sa.ForeignKeyConstraint(
+            ["workspace_id"],
+            ["workspaces.id"],
+            name=op.f("fk_entity_aliases_workspace_id_workspaces"),
+            ondelete="CASCADE",
+        ),
+        sa.PrimaryKeyConstraint("id", name=op.f("pk_entity_aliases")),
+        sa.UniqueConstraint(
+            "workspace_id",
+            "entity_id",
+            "normalised",
+            name=op.f("uq_entity_aliases_workspace_id_entity_id_normalised"),
+        ),
+    )
+    op.create_table(
+        "entity_items",
+        sa.Column("entity_id", sa.String(length=36), nullable=False),
+        sa.Column("item_id", sa.String(length=36), nullable=False),
+        sa.Column("workspace_id", sa.String(length=36), nullable=False),
+        sa.ForeignKeyConstraint(
+            ["entity_id"],
+            ["entities.id"],
+            name=op.f("fk_entity_items_entity_id_entities"),
+            ondelete="CASCADE",
+        ),
+        sa.ForeignKeyConstraint(
+            ["item_id"],
+            ["items.id"],
+            name=op.f("fk_entity_items_item_id_items"),
+            ondelete="CASCADE",
+        ),
+        sa.ForeignKeyConstraint(
+            ["workspace_id"],
+            ["workspaces.id"],
+            name=op.f("fk_entity_items_workspace_id_workspaces"),
+            ondelete="CASCADE",
+        ),
+        sa.PrimaryKeyConstraint("entity_id", "item_id", name=op.f("pk_entity_items")),
+    )
+    with op.batch_alter_table("entity_items", schema=None) as batch_op:
+        batch_op.create_index(
+            batch_op.f("ix_entity_items_workspace_id_item_id"),
+            ["workspace_id", "item_id"],
+            unique=False,
+        )

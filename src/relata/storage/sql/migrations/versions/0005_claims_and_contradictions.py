@@ -110,4 +110,9 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    raise NotImplementedError("0005 cannot be reversed: restore a backup taken before it")
+    """Back to 0004's shape: the ledger and the claims' new columns go (claims too)."""
+    op.drop_table("contradictions")
+    op.execute("DELETE FROM claims")
+    with op.batch_alter_table("claims", schema=None) as batch_op:
+        for column in ("extractor_version", "facets", "end_offset", "start_offset", "subject_name"):
+            batch_op.drop_column(column)
