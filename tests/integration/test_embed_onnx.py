@@ -97,9 +97,13 @@ def test_a_model_dir_without_the_files_is_a_config_error(tmp_path: Path) -> None
 
 
 def _passages() -> list[str]:
-    """Texts from a few tokens to past the 256-token truncation, all different."""
+    """Texts from a few tokens to past the 256-token truncation, all different (also in
+    their first 256 tokens: each starts with its number)."""
     words = ["aspirin", "reduces", "the", "risk", "of", "heart", "attack", "in", "adults"]
-    return [" ".join(words[(n + k) % len(words)] for k in range(n * 7 + 1)) for n in range(40)]
+    return [
+        f"passage {n}: " + " ".join(words[(n + k) % len(words)] for k in range(n * 7 + 1))
+        for n in range(40)
+    ]
 
 
 def test_batches_stay_within_the_token_budget() -> None:
