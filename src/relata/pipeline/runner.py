@@ -84,6 +84,10 @@ class Pipeline:
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------ composition
+    def declares(self, kind: str) -> bool:
+        """Whether ``kind`` is in this pipeline's declared order."""
+        return str(kind) in self._order
+
     def add(self, stage: Stage) -> None:
         """Put ``stage`` in its declared place and register its job kind's handler."""
         kind = str(stage.kind)

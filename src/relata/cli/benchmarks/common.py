@@ -13,7 +13,7 @@ import json
 import os
 import platform
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,10 +85,15 @@ def fresh_settings(base: Settings, data_dir: str | Path) -> Settings:
 
 @contextmanager
 def opened(
-    settings: Settings, *, embedder: Embedder | None = None, migrated: bool = True
+    settings: Settings,
+    *,
+    embedder: Embedder | None = None,
+    migrated: bool = True,
+    stages: Sequence[str] | None = None,
 ) -> Iterator[Container]:
-    """A container built from ``settings`` (its schema brought to head), closed afterwards."""
-    container = build(settings, embedder=embedder)
+    """A container built from ``settings`` (its schema brought to head), closed afterwards;
+    ``stages`` runs only those pipeline stages (in their ``StageKind`` order)."""
+    container = build(settings, embedder=embedder, stage_order=stages)
     try:
         if migrated:
             migrate.upgrade(container.db)

@@ -83,8 +83,26 @@ def register(group: Any) -> None:
     p.add_argument(
         "--text-field", default="text", metavar="NAME", help="the text's field (default text)"
     )
+    p.add_argument(
+        "--stages",
+        type=_stages,
+        default=None,
+        metavar="LIST",
+        help="run only these pipeline stages, comma-separated (default: all), e.g. parse,chunk",
+    )
     add_json_flag(p)
     p.set_defaults(handler=_bench_ingest)
+
+
+def _stages(value: str) -> tuple[str, ...]:
+    from relata.domain.vocabulary import StageKind
+
+    wanted = {v.strip() for v in value.split(",") if v.strip()}
+    known = [k.value for k in StageKind]
+    unknown = sorted(wanted - set(known))
+    if unknown or not wanted:
+        raise argparse.ArgumentTypeError(f"stages are some of: {', '.join(known)}")
+    return tuple(k for k in known if k in wanted)
 
 
 def _bench_ingest(args: argparse.Namespace) -> int:
@@ -92,7 +110,7 @@ def _bench_ingest(args: argparse.Namespace) -> int:
     corpus = existing_file(args.jsonl)
     with (
         tempfile.TemporaryDirectory(prefix="relata-bench-") as tmp,
-        opened(fresh_settings(base, tmp)) as c,
+        opened(fresh_settings(base, tmp), stages=args.stages) as c,
     ):
         report = _run(c, args, corpus)
     report["machine"] = machine()
@@ -100,6 +118,7 @@ def _bench_ingest(args: argparse.Namespace) -> int:
         f"relata bench ingest --jsonl {args.jsonl}"
         + (f" --limit {args.limit}" if args.limit else "")
         + (f" --workers {args.workers}" if args.workers else "")
+        + (f" --stages {','.join(args.stages)}" if args.stages else "")
     )
     emit(report, _lines(report), as_json=args.json)
     return 0
