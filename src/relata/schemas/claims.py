@@ -46,7 +46,10 @@ class ContradictionOut(BaseModel):
     subject_key: str
     first: SideOut
     second: SideOut
-    facet: str = Field(description="date, quantity, polarity or direction")
+    facet: str = Field(
+        description="date, quantity, polarity or direction (facet rules), or judgement (a "
+        "language model's verdict, detector `model`, never above a facet rule's confidence)"
+    )
     reason: str
     confidence: float
     detector: str
