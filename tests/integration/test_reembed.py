@@ -96,6 +96,10 @@ def test_a_rebuild_restores_lost_vectors(settings: Settings) -> None:
         jobs = drain(c)
         assert len(jobs) >= 2 and all(j.status is JobStatus.SUCCEEDED for j in jobs)
         assert c.vectors.count(ws) == chunks
+        # The status page counts what the rebuild did (it said 0 before the last batch's
+        # follow-up carried the total).
+        state = c.model_status.status(ws).reembed
+        assert state is not None and state.status == "succeeded" and state.chunks_done == chunks
 
 
 def test_items_a_refused_width_failed_are_ready_after_the_fix_and_a_reembed(
