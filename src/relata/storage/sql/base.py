@@ -21,6 +21,14 @@ def ws_filter(table: sa.Table, workspace_id: str) -> ColumnElement[bool]:
     return table.c.workspace_id == workspace_id
 
 
+def require_workspace(table: sa.Table, workspace_id: str) -> str:
+    """``ws_filter``'s check alone, for prebuilt statements that take the workspace as a bound
+    parameter (``ws``): an empty workspace still raises instead of widening the query."""
+    if not isinstance(workspace_id, str) or not workspace_id.strip():
+        raise MissingWorkspace(f"a {table.name} query was made without a workspace")
+    return workspace_id
+
+
 def insert_for(dialect: str, table: sa.Table) -> Any:
     """A dialect-specific INSERT that supports ``on_conflict_do_*``."""
     if dialect == "postgresql":

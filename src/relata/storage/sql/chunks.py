@@ -17,7 +17,7 @@ from relata.domain.clock import SystemClock
 from relata.domain.errors import DuplicateKey, NotFound
 from relata.domain.models import Chunk
 from relata.domain.ports import ChunkToEmbed, Clock
-from relata.storage.sql.base import ws_filter
+from relata.storage.sql.base import require_workspace, ws_filter
 from relata.storage.sql.engine import Database
 from relata.storage.sql.items import live
 from relata.storage.sql.tables import chunks, items
@@ -158,6 +158,21 @@ class SqlChunkRepository:
             )
 
 
+# Built once (see items.py): the chunk stage's statements.
+_SET_CHUNK_COUNT = (
+    items.update()
+    .where(
+        items.c.workspace_id == sa.bindparam("ws"),
+        items.c.id == sa.bindparam("item_id"),
+        items.c.deleted_at.is_(None),
+    )
+    .values(chunk_count=sa.bindparam("p_count"), updated_at=sa.bindparam("p_now"))
+)
+_DELETE_ITEM_CHUNKS = chunks.delete().where(
+    chunks.c.workspace_id == sa.bindparam("ws"), chunks.c.item_id == sa.bindparam("item_id")
+)
+
+
 def replace_chunks(
     conn: Connection, workspace_id: str, item_id: str, new: Sequence[Chunk], now: datetime
 ) -> None:
@@ -166,16 +181,11 @@ def replace_chunks(
     for c in new:
         if c.workspace_id != workspace_id or c.item_id != item_id:
             raise ValueError("chunk does not belong to the item being replaced")
-    n = conn.execute(
-        items.update()
-        .where(live(workspace_id), items.c.id == item_id)
-        .values(chunk_count=len(new), updated_at=now)
-    ).rowcount
-    if n == 0:
+    ws = require_workspace(chunks, workspace_id)
+    counted = {"ws": ws, "item_id": item_id, "p_count": len(new), "p_now": now}
+    if conn.execute(_SET_CHUNK_COUNT, counted).rowcount == 0:
         raise NotFound("item not found")
-    conn.execute(
-        chunks.delete().where(ws_filter(chunks, workspace_id), chunks.c.item_id == item_id)
-    )
+    conn.execute(_DELETE_ITEM_CHUNKS, {"ws": ws, "item_id": item_id})
     if len({c.id for c in new}) != len(new) or len({c.sequence for c in new}) != len(new):
         raise DuplicateKey("two chunks of one generation share an id or a sequence")
     if new:

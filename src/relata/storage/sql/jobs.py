@@ -110,11 +110,18 @@ def _pending_row(job: Job) -> dict[str, Any]:
 
 def insert_pending_statement(dialect: str) -> Any:
     """``INSERT ... ON CONFLICT DO NOTHING`` on the pending-key index: enqueuing work that is
-    already pending inserts nothing."""
-    return insert_for(dialect, jobs).on_conflict_do_nothing(
-        index_elements=[jobs.c.idempotency_key],
-        index_where=sa.text("status = 'pending'"),
-    )
+    already pending inserts nothing. Built once per dialect; the row is its parameters."""
+    statement = _INSERT_PENDING.get(dialect)
+    if statement is None:
+        statement = insert_for(dialect, jobs).on_conflict_do_nothing(
+            index_elements=[jobs.c.idempotency_key],
+            index_where=sa.text("status = 'pending'"),
+        )
+        _INSERT_PENDING[dialect] = statement
+    return statement
+
+
+_INSERT_PENDING: dict[str, Any] = {}
 
 
 def insert_pending(conn: Connection, dialect: str, job: Job) -> bool:
@@ -122,9 +129,9 @@ def insert_pending(conn: Connection, dialect: str, job: Job) -> bool:
     its key (the work is already queued)."""
     values = _pending_row(job)
     if job.idempotency_key is None:
-        conn.execute(jobs.insert().values(**values))
+        conn.execute(jobs.insert(), values)
         return True
-    return bool(conn.execute(insert_pending_statement(dialect).values(**values)).rowcount == 1)
+    return bool(conn.execute(insert_pending_statement(dialect), values).rowcount == 1)
 
 
 def _pending_key_race(exc: sa.exc.IntegrityError) -> bool:
