@@ -291,6 +291,7 @@ LOC_SUFFIXES: Final[frozenset[str]] = frozenset(
         "desert",
         "forest",
         "reef",
+        "rock",
         "coast",
         "airport",
         "stadium",
