@@ -33,7 +33,8 @@ def _starting_record(env: dict[str, str], log: Path) -> dict[str, object]:
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            for line in log.read_text().splitlines():
+            # Only whole lines: the server may be half-way through writing the last one.
+            for line in log.read_text().split("\n")[:-1]:
                 if line.startswith("{") and json.loads(line).get("msg") == "starting":
                     record: dict[str, object] = json.loads(line)
                     return record
