@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import functools
 import logging
+import threading
 import time
 from types import FrameType
 from typing import Any
@@ -61,11 +62,20 @@ def _serve(_: argparse.Namespace) -> int:
         """uvicorn's server, remembering when the first shutdown signal arrived."""
 
         signalled_at: float | None = None
+        #: Set by our own handlers: a signal that came before uvicorn installed its own.
+        early_exit: threading.Event | None = None
 
         def handle_exit(self, sig: int, frame: FrameType | None) -> None:
             if self.signalled_at is None:
                 self.signalled_at = time.monotonic()
             super().handle_exit(sig, frame)
+
+        async def on_tick(self, counter: int) -> bool:
+            if self.early_exit is not None and self.early_exit.is_set():
+                if self.signalled_at is None:
+                    self.signalled_at = time.monotonic()
+                self.should_exit = True
+            return await super().on_tick(counter)
 
     settings = settings_or_exit()  # a bad value stops start-up here, before anything runs
     with open_container(schema="any") as c:
@@ -100,6 +110,7 @@ def _serve(_: argparse.Namespace) -> int:
         # has shut down; ours must be those handlers, so the re-raise cannot end the process
         # before the workers drain.
         with shutdown_signals() as sig:
+            server.early_exit = sig.event
             if pool is not None:
                 sig.on_repeat = functools.partial(pool.cancel_all, "second shutdown signal")
                 pool.start()
