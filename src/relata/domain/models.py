@@ -326,6 +326,25 @@ class Relationship:
     reviewed_by: str | None = None
     reviewed_at: datetime | None = None
     updated_at: datetime | None = None
+    #: The reviewer's note (at most 1,000 characters).
+    review_note: str | None = None
+    #: What the evidence was when a person decided (``relationships.evidence.EvidenceSnapshot``
+    #: as JSON): a rejected relationship is proposed again only when its evidence differs
+    #: materially from this (docs/decisions/0019).
+    decision: JSONDict | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ProposedRelationship:
+    """The relationships stage's finding for one pair, written by
+    ``StageTransaction.replace_relationships``. ``relationship.source_id`` is the smaller of the
+    two item ids; ``entity_keys`` are the shared entities' keys (the index that delete by
+    contribution re-scores through); ``reopen`` proposes a rejected relationship again (its
+    evidence changed materially since the rejection)."""
+
+    relationship: Relationship
+    entity_keys: tuple[str, ...] = ()
+    reopen: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -115,6 +115,20 @@ class ItemRepository(Protocol):
     def status_counts(self, workspace_id: str, item_ids: Sequence[str]) -> dict[str, int]: ...
     def mark_deleted(self, workspace_id: str, item_id: str) -> Item: ...
     def delete(self, workspace_id: str, item_id: str) -> None: ...
+    def find_named(
+        self,
+        workspace_id: str,
+        *,
+        titles: Sequence[str] = (),
+        filenames: Sequence[str] = (),
+        exclude_item: str | None = None,
+        limit: int = 50,
+    ) -> builtins.list[Item]:
+        """Live items (without text) whose title is one of ``titles`` or whose original file
+        name is one of ``filenames``, by an index, never a scan. Titles compare by their
+        ``title_key`` (``ids.title_key``: casefolded, whitespace collapsed), file names
+        exactly. At most ``limit``, oldest first."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,6 +215,22 @@ class StageTransaction(Protocol):
     def record_contradictions(self, found: Sequence[FoundContradiction]) -> int:
         """Upsert contradictions on their identity: new ones open, decided ones kept, changed
         ones reopened with their history. How many are new or reopened."""
+        ...
+
+    def replace_relationships(
+        self,
+        item_id: str,
+        proposed: Sequence[ProposedRelationship],
+        drop: Sequence[str],
+    ) -> int:
+        """The relationships stage's result. Each proposed relationship is upserted on its
+        dedupe key: a new one is inserted unreviewed; an unreviewed one takes the new type,
+        score, version, features and evidence; a confirmed or edited one refreshes only its
+        evidence (never its decision, type, score, version or features); a rejected one
+        refreshes only its evidence unless ``reopen``, when it becomes unreviewed with the
+        new values (its ``decision`` kept). The contribution index (shared entity keys) is
+        replaced for each. ``drop`` are dedupe keys of pairs no longer storable: deleted if
+        unreviewed, else left alone. How many were inserted or reopened."""
         ...
 
     def add_run(self, run: ProcessingRun) -> None: ...
@@ -331,11 +361,62 @@ class ContradictionRepository(Protocol):
 
 
 class RelationshipRepository(Protocol):
+    """Scored, evidenced links between items (docs/decisions/0019); written by the
+    relationships stage through its unit of work, decided by a person through ``review``.
+    Everything is workspace-scoped: another workspace's relationship is ``NotFound``."""
+
     def upsert_by_dedupe_key(self, relationship: Relationship) -> Relationship: ...
     def get(self, workspace_id: str, relationship_id: str) -> Relationship: ...
     def list_for_items(
-        self, workspace_id: str, item_ids: Sequence[str], *, include_rejected: bool = False
-    ) -> list[Relationship]: ...
+        self,
+        workspace_id: str,
+        item_ids: Sequence[str],
+        *,
+        include_rejected: bool = False,
+        limit: int = 1000,
+    ) -> builtins.list[Relationship]:
+        """Relationships with either endpoint in ``item_ids``, best score first (id breaks
+        ties); rejected ones only when asked."""
+        ...
+    def queue(
+        self, workspace_id: str, *, limit: int = 50, offset: int = 0
+    ) -> builtins.list[Relationship]:
+        """The review queue: unreviewed relationships, best score first, id breaking ties."""
+        ...
+    def review(
+        self,
+        workspace_id: str,
+        relationship_id: str,
+        status: ReviewStatus,
+        *,
+        by: str,
+        relationship_type: RelationshipType | None = None,
+        note: str | None = None,
+        decision: JSONDict | None = None,
+    ) -> Relationship:
+        """A person's decision: ``confirmed``, ``rejected`` or ``edited`` (which sets
+        ``relationship_type``, required then). Records who, when, the note and the evidence
+        snapshot (``decision``). ``NotFound`` for a missing or another workspace's one."""
+        ...
+    def delete_for_item(self, workspace_id: str, item_id: str) -> int:
+        """Remove every relationship with the item as an endpoint; how many."""
+        ...
+    def sharing_entities(
+        self, workspace_id: str, entity_keys: Sequence[str], *, limit: int = 500
+    ) -> builtins.list[Relationship]:
+        """Relationships whose shared-entity evidence names any of ``entity_keys`` (by the
+        contribution index), best score first."""
+        ...
+    def rescore(
+        self,
+        workspace_id: str,
+        updates: Sequence[Relationship],
+        drop: Sequence[str],
+    ) -> None:
+        """Delete by contribution: each of ``updates`` (by id) takes the given type, score,
+        version and features if it is still unreviewed (a reviewed one keeps them); the ids
+        in ``drop`` are deleted if still unreviewed. One transaction."""
+        ...
 
 
 class ProcessingRunRepository(Protocol):
@@ -467,6 +548,14 @@ class VectorStore(Protocol):
     ) -> list[VectorHit]: ...
     def delete_by_item(self, workspace_id: str, item_id: str) -> int: ...
     def delete_by_workspace(self, workspace_id: str) -> int: ...
+    def item_vectors(
+        self, workspace_id: str, item_id: str, *, limit: int = 256
+    ) -> list[list[float]]:
+        """The stored vectors of the item's chunks (current width), at most ``limit``, in
+        chunk-id order; ``[]`` when it has none. The relationships stage averages them into an
+        item-level vector to find the item's nearest neighbours."""
+        ...
+
     def count(self, workspace_id: str) -> int:
         """Vectors of the current width stored for the workspace."""
         ...

@@ -66,3 +66,13 @@ def hash_token(token: str) -> str:
 
 def tokens_equal(a: str, b: str) -> bool:
     return hmac.compare_digest(a.encode("utf-8"), b.encode("utf-8"))
+
+
+#: Longest title key stored and compared (longer titles are cut, as the column is).
+TITLE_KEY_LENGTH = 300
+
+
+def title_key(title: str) -> str:
+    """How titles compare when one item names another's: casefolded, whitespace collapsed,
+    cut to ``TITLE_KEY_LENGTH``. The same function fills the indexed column and the lookup."""
+    return " ".join(title.casefold().split())[:TITLE_KEY_LENGTH]
