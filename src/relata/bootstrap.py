@@ -55,6 +55,7 @@ from relata.observability.metrics import Metrics
 from relata.parsing import limits_from_settings
 from relata.pipeline import Pipeline, Requirement, Stage
 from relata.ranking.fusion import FusionConfig
+from relata.relationships.service import RelationshipService
 from relata.search.answers import AnswerService
 from relata.search.service import SearchService
 from relata.storage.sql import migrate
@@ -155,6 +156,8 @@ class Container:
     entities: EntityService
     # Claims and the contradiction ledger.
     claims: ClaimService
+    # Relationships between items and their review.
+    relationships: RelationshipService
     extras: dict[str, Any] = field(default_factory=dict)
 
     def close(self) -> None:
@@ -304,6 +307,7 @@ def build(
         ),
         entities=EntityService(repos.entities, repos.items),
         claims=ClaimService(repos.claims, repos.contradictions, repos.items),
+        relationships=RelationshipService(repos.relationships, repos.items),
     )
 
 
