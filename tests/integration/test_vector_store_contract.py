@@ -164,6 +164,8 @@ def test_empty_workspace_is_refused_everywhere(store: VectorStore, workspace: st
     with pytest.raises(MissingWorkspace):
         store.delete_by_workspace(workspace)
     with pytest.raises(MissingWorkspace):
+        store.item_vectors(workspace, "item-1")
+    with pytest.raises(MissingWorkspace):
         store.upsert([rec(vec(1)), rec(vec(1), workspace_id=workspace)])
     assert store.count(WS_A) == 0  # the valid record of the refused batch was not written
 
@@ -189,6 +191,87 @@ def test_delete_by_workspace_leaves_other_workspaces(store: VectorStore) -> None
     assert store.count(WS_A) == 0
     assert store.search(WS_A, vec(1), k=10) == []
     assert store.count(WS_B) == 1
+
+
+# ---------------------------------------------------------------- an item's vectors
+def unit(*head: float, dims: int = DIMS) -> list[float]:
+    """``vec(*head)`` scaled to length 1."""
+    norm = math.sqrt(sum(x * x for x in head))
+    return vec(*(x / norm for x in head), dims=dims)
+
+
+def in_chunk_order(records: Sequence[VectorRecord]) -> list[list[float]]:
+    return [list(r.vector) for r in sorted(records, key=lambda r: r.chunk_id)]
+
+
+def assert_vectors(got: list[list[float]], want: list[list[float]]) -> None:
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):
+        assert g == pytest.approx(w, abs=1e-6)
+
+
+def test_item_vectors_are_exactly_that_items_vectors_in_chunk_id_order(
+    store: VectorStore,
+) -> None:
+    mine = [rec(unit(1, i, -i / 2), item_id="doc") for i in range(6)]
+    other_item = rec(unit(0, 1), item_id="other")
+    other_workspace = rec(unit(0, 0, 1), workspace_id=WS_B, item_id="doc")
+    # Inserted out of chunk-id order, in two batches, among the other vectors.
+    store.upsert([mine[3], other_workspace, mine[0], mine[5]])
+    store.upsert([other_item, mine[1], mine[4], mine[2]])
+
+    got = store.item_vectors(WS_A, "doc")
+    assert all(isinstance(x, float) for v in got for x in v)
+    assert_vectors(got, in_chunk_order(mine))
+    assert_vectors(store.item_vectors(WS_A, "other"), [list(other_item.vector)])
+    assert_vectors(store.item_vectors(WS_B, "doc"), [list(other_workspace.vector)])
+
+
+def test_item_vectors_respects_the_limit(store: VectorStore) -> None:
+    # More than a page of Qdrant's scroll (256), so the limit is kept across pages.
+    records = [rec(unit(1, i / 300, 1 - i / 300), item_id="long") for i in range(300)]
+    store.upsert(records)
+    ordered = in_chunk_order(records)
+
+    assert_vectors(store.item_vectors(WS_A, "long", limit=2), ordered[:2])
+    assert_vectors(store.item_vectors(WS_A, "long", limit=260), ordered[:260])
+    assert_vectors(store.item_vectors(WS_A, "long"), ordered[:256])  # the default limit
+    assert_vectors(store.item_vectors(WS_A, "long", limit=1000), ordered)
+
+
+def test_item_vectors_of_an_unknown_item_are_empty(store: VectorStore) -> None:
+    assert store.item_vectors(WS_A, "nothing-yet") == []
+    store.upsert([rec(unit(1), item_id="known")])
+    assert store.item_vectors(WS_A, "unknown") == []
+    assert store.item_vectors(WS_B, "known") == []  # the item exists, in another workspace
+    assert len(store.item_vectors(WS_A, "known")) == 1
+
+
+def test_item_vectors_come_back_at_unit_length_in_every_store(store: VectorStore) -> None:
+    # Qdrant normalises cosine vectors on write; the sqlite-vec store returns the same.
+    store.upsert([rec(vec(3, 4), item_id="doc")])
+    [got] = store.item_vectors(WS_A, "doc")
+    assert got == pytest.approx(vec(0.6, 0.8), abs=1e-6)
+
+
+def test_item_vectors_follow_updates_and_deletes(store: VectorStore) -> None:
+    moved = str(uuid.uuid4())
+    stays = rec(unit(0, 1), item_id="a")
+    store.upsert([rec(unit(1), chunk_id=moved, item_id="a"), stays])
+    store.upsert([rec(unit(1, 1), chunk_id=moved, item_id="b")])  # re-embedded into item b
+
+    assert_vectors(store.item_vectors(WS_A, "a"), [list(stays.vector)])
+    assert_vectors(store.item_vectors(WS_A, "b"), [unit(1, 1)])
+    store.delete_by_item(WS_A, "a")
+    assert store.item_vectors(WS_A, "a") == []
+    assert len(store.item_vectors(WS_A, "b")) == 1
+
+
+@pytest.mark.parametrize("limit", [0, -1, True, 2.5])
+def test_item_vectors_limit_out_of_range_names_the_field(store: VectorStore, limit: int) -> None:
+    with pytest.raises(ValidationError) as info:
+        store.item_vectors(WS_A, "doc", limit=limit)
+    assert info.value.field == "limit"
 
 
 # ---------------------------------------------------------------- payload and idempotency
@@ -254,15 +337,19 @@ def test_a_new_width_starts_empty_and_deletes_reach_the_old_width(backend: Backe
     wide = backend.open(16)
     assert wide.dimensions == 16
     assert wide.count(WS_A) == 0  # the 8-wide vectors are not counted as current
+    assert wide.item_vectors(WS_A, "doc") == []  # nor returned as the item's vectors
     with pytest.raises(Permanent):
         wide.upsert([rec(vec(1))])  # an 8-wide vector no longer fits
     wide.upsert([rec(vec(1, dims=16), item_id="doc")])
     assert wide.count(WS_A) == 1
+    assert_vectors(wide.item_vectors(WS_A, "doc"), [vec(1, dims=16)])
     assert wide.delete_by_item(WS_A, "doc") == 2  # the stale 8-wide vector goes too
 
     narrow_again = backend.open(DIMS)
     assert narrow_again.count(WS_A) == 1
     assert [h.item_id for h in narrow_again.search(WS_A, vec(1), k=5)] == ["other"]
+    assert narrow_again.item_vectors(WS_A, "doc") == []
+    assert_vectors(narrow_again.item_vectors(WS_A, "other"), [unit(1, 1)])
 
 
 # ---------------------------------------------------------------- search semantics

@@ -37,16 +37,19 @@ from relata.domain.ports import VectorHit, VectorRecord
 from relata.storage.vectors.validation import (
     SearchFilters,
     check_dimensions,
+    check_limit,
     prepare_batch,
     prepare_search,
     ranked,
     require_workspace,
+    unit_vector,
 )
 
 T = TypeVar("T")
 
 MEMORY = ":memory:"
 _UPSERT_BATCH = 256  # points per request: bounded request size for large items
+_SCROLL_PAGE = 256  # points per scroll request when reading an item's vectors
 _COLLECTION_NAME = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
 # Every payload field and its index. The set is the spec's thin payload, nothing more.
 PAYLOAD_INDEXES: dict[str, qm.PayloadSchemaType | qm.KeywordIndexParams] = {
@@ -282,6 +285,34 @@ class QdrantVectorStore:
         result = self._call(lambda c: c.count(self.collection, count_filter=selector, exact=True))
         return int(result.count)
 
+    def item_vectors(
+        self, workspace_id: str, item_id: str, *, limit: int = 256
+    ) -> list[list[float]]:
+        """The item's vectors in this width's collection, in chunk-id order (a scroll is
+        ordered by point id, which is the chunk id), in pages of bounded size."""
+        require_workspace(workspace_id)
+        check_limit(limit)
+        self._ensure_collection()
+        selector = qm.Filter(
+            must=[_match("workspace_id", workspace_id), _match("item_id", item_id)]
+        )
+        vectors: list[list[float]] = []
+        offset: qm.ExtendedPointId | None = None
+        while len(vectors) < limit:
+            page, offset = self._call(
+                partial(
+                    _scroll_vectors,
+                    self.collection,
+                    selector,
+                    min(_SCROLL_PAGE, limit - len(vectors)),
+                    offset,
+                )
+            )
+            vectors.extend(page)
+            if offset is None:
+                break
+        return vectors
+
     def payload(self, chunk_id: str) -> dict[str, Any] | None:
         """The stored payload of one point (for checks and tests); ``None`` when absent."""
         self._ensure_collection()
@@ -301,6 +332,30 @@ class QdrantVectorStore:
 
 def _upsert(collection: str, points: list[qm.PointStruct], client: QdrantClient) -> None:
     client.upsert(collection, points=points, wait=True)
+
+
+def _scroll_vectors(
+    collection: str,
+    selector: qm.Filter,
+    limit: int,
+    offset: qm.ExtendedPointId | None,
+    client: QdrantClient,
+) -> tuple[list[list[float]], qm.ExtendedPointId | None]:
+    """One page of a filtered scroll: the points' vectors and the next page's offset."""
+    records, next_offset = client.scroll(
+        collection,
+        scroll_filter=selector,
+        limit=limit,
+        offset=offset,
+        with_payload=False,
+        with_vectors=True,
+    )
+    vectors: list[list[float]] = []
+    for record in records:
+        if not isinstance(record.vector, list):  # named vectors: refused by _check_params
+            raise Permanent(f"Qdrant collection {collection} returned a point without its vector")
+        vectors.append(unit_vector(record.vector))
+    return vectors, next_offset
 
 
 def _search_filter(workspace_id: str, filters: SearchFilters) -> qm.Filter:

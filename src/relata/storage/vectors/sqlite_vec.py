@@ -27,6 +27,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import OperationalError
@@ -37,11 +38,13 @@ from relata.storage.sql.engine import Database
 from relata.storage.vectors.validation import (
     SearchFilters,
     check_dimensions,
+    check_limit,
     cosine_similarity_from_distance,
     prepare_batch,
     prepare_search,
     ranked,
     require_workspace,
+    unit_vector,
 )
 
 VEC_TABLE_PREFIX = "vec_chunks_"
@@ -106,6 +109,18 @@ class _VecSql:
         # One statement per id: vec0 answers ``chunk_id = ?`` from its primary key, while
         # an IN list would scan every vector.
         self.delete = sa.text(f"DELETE FROM {table} WHERE chunk_id = :id")  # noqa: S608
+        # The item's chunk ids come from vec_points' (workspace, item) index (named: with
+        # no statistics the planner may pick the (workspace, width) one and scan the whole
+        # workspace); each vector is then a primary-key lookup in vec0, which checks the
+        # workspace and item again.
+        self.item_vectors = sa.text(
+            f"SELECT v.embedding FROM {POINTS_TABLE} p "  # noqa: S608
+            "INDEXED BY ix_vec_points_workspace_item "
+            f"JOIN {table} v ON v.chunk_id = p.chunk_id AND v.workspace_id = p.workspace_id "
+            "AND v.item_id = p.item_id "
+            "WHERE p.workspace_id = :w AND p.item_id = :i AND p.dimensions = :d "
+            "ORDER BY p.chunk_id LIMIT :n"
+        )
         self.knn = (
             f"SELECT chunk_id, item_id, distance FROM {table} "  # noqa: S608
             "WHERE embedding MATCH :q AND k = :k AND workspace_id = :w"
@@ -256,6 +271,19 @@ class SqliteVecStore:
                 for r in rows
             ]
         )
+
+    def item_vectors(
+        self, workspace_id: str, item_id: str, *, limit: int = 256
+    ) -> list[list[float]]:
+        """The item's vectors of this store's width, in chunk-id order, at unit length (as
+        Qdrant returns them: cosine only keeps directions)."""
+        require_workspace(workspace_id)
+        check_limit(limit)
+        self._ensure_schema()
+        params = {"w": workspace_id, "i": item_id, "d": self.dimensions, "n": limit}
+        with _translated(), self._db.read() as conn:
+            rows = conn.execute(self._sql.item_vectors, params).all()
+        return [unit_vector(np.frombuffer(r[0], dtype=np.float32)) for r in rows]
 
     def count(self, workspace_id: str) -> int:
         require_workspace(workspace_id)

@@ -69,6 +69,25 @@ def require_workspace(workspace_id: object) -> str:
     return workspace_id
 
 
+def check_limit(limit: int) -> int:
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ValidationError("limit must be a positive integer", field="limit")
+    return limit
+
+
+def unit_vector(values: npt.ArrayLike) -> list[float]:
+    """The vector scaled to length 1, as plain floats.
+
+    Cosine keeps a direction, not a length, and Qdrant normalises every vector on write; the
+    sqlite-vec store normalises on read so both stores hand back the same vectors. Stored
+    vectors are never all zeros (``upsert`` refuses them), so the norm is never 0.
+    """
+    arr = np.asarray(values, dtype=np.float32)
+    norm = float(np.linalg.norm(arr))
+    unit: list[float] = (arr / norm if norm else arr).tolist()
+    return unit
+
+
 def width_mismatch(got: int, want: int, what: str) -> Permanent:
     return Permanent(
         f"{what} has {got} dimensions but the vector store holds {want}-dimensional vectors; "
