@@ -32,12 +32,15 @@ from relata.domain.models import (
     ModelVersion,
     ObservedMention,
     ProcessingRun,
+    JSONDict,
     ProposedAlias,
+    ProposedRelationship,
     Relationship,
+    ReviewStatus,
     User,
     Workspace,
 )
-from relata.domain.vocabulary import ContradictionStatus, Resolution
+from relata.domain.vocabulary import ContradictionStatus, RelationshipType, Resolution
 
 
 class Clock(Protocol):
@@ -378,11 +381,13 @@ class RelationshipRepository(Protocol):
         """Relationships with either endpoint in ``item_ids``, best score first (id breaks
         ties); rejected ones only when asked."""
         ...
+
     def queue(
         self, workspace_id: str, *, limit: int = 50, offset: int = 0
     ) -> builtins.list[Relationship]:
         """The review queue: unreviewed relationships, best score first, id breaking ties."""
         ...
+
     def review(
         self,
         workspace_id: str,
@@ -398,15 +403,18 @@ class RelationshipRepository(Protocol):
         ``relationship_type``, required then). Records who, when, the note and the evidence
         snapshot (``decision``). ``NotFound`` for a missing or another workspace's one."""
         ...
+
     def delete_for_item(self, workspace_id: str, item_id: str) -> int:
         """Remove every relationship with the item as an endpoint; how many."""
         ...
+
     def sharing_entities(
         self, workspace_id: str, entity_keys: Sequence[str], *, limit: int = 500
     ) -> builtins.list[Relationship]:
         """Relationships whose shared-entity evidence names any of ``entity_keys`` (by the
         contribution index), best score first."""
         ...
+
     def rescore(
         self,
         workspace_id: str,

@@ -34,6 +34,7 @@ def evidence_phrases(rel: Relationship, titles: Mapping[str, str] | None = None)
     """The relationship's evidence as short phrases, strongest kind first."""
     titles = titles or {}
     by_kind: dict[str, list[Mapping[str, Any]]] = {}
+    record: Mapping[str, Any]
     for record in rel.evidence:
         by_kind.setdefault(str(record.get("kind")), []).append(record)
     phrases: list[str] = []
