@@ -56,6 +56,7 @@ from relata.parsing import limits_from_settings
 from relata.pipeline import Pipeline, Requirement, Stage
 from relata.ranking.fusion import FusionConfig
 from relata.relationships.service import RelationshipService
+from relata.relationships.stage import RelationshipStage
 from relata.search.answers import AnswerService
 from relata.search.service import SearchService
 from relata.storage.sql import migrate
@@ -262,8 +263,10 @@ def build(
     reembed = _build_embedding(
         settings, clock, repos, registry, queue, pipeline, embedder, vectors, metrics
     )
-    _build_knowledge(repos, pipeline, items, analysis)
     text_search = SqlTextSearch(db)
+    relationship_service = RelationshipService(repos.relationships, repos.items, repos.entities)
+    _build_relationships(repos, pipeline, items, relationship_service, text_search, vectors, clock)
+    _build_knowledge(repos, pipeline, items, analysis)
     search = SearchService(
         repos.items,
         repos.chunks,
@@ -307,7 +310,7 @@ def build(
         ),
         entities=EntityService(repos.entities, repos.items),
         claims=ClaimService(repos.claims, repos.contradictions, repos.items),
-        relationships=RelationshipService(repos.relationships, repos.items),
+        relationships=relationship_service,
     )
 
 
@@ -384,6 +387,33 @@ def _build_knowledge(
     # Observations go with the item's row (ON DELETE CASCADE); the hook also recounts the
     # entities it named and removes those left with no source and no human decision.
     items.add_delete_hook(repos.entities.forget_item)
+
+
+def _build_relationships(
+    repos: Repositories,
+    pipeline: Pipeline,
+    items: ItemCatalog,
+    service: RelationshipService,
+    text_search: TextSearch,
+    vectors: VectorStore,
+    clock: Clock,
+) -> None:
+    """The relationships stage, last, and delete by contribution."""
+    _add(
+        pipeline,
+        RelationshipStage(
+            items=repos.items,
+            entities=repos.entities,
+            claims=repos.claims,
+            contradictions=repos.contradictions,
+            relationships=repos.relationships,
+            text_search=text_search,
+            clock=clock,
+            vectors=vectors,
+        ),
+    )
+    # Before the entity hook and the item's rows go: it reads the entities the item named.
+    items.add_delete_hook(service.forget_item)
 
 
 def _build_embedding(

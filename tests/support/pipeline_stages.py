@@ -21,9 +21,9 @@ from relata.storage.sql import migrate
 
 #: The declared order with the test stage between chunking and embedding.
 TAG = "tag"
-ORDER = ("parse", "chunk", TAG, "embed", "entities", "claims")
+ORDER = ("parse", "chunk", TAG, "embed", "entities", "claims", "relationships")
 #: The stages after the test stage, as their jobs run.
-AFTER_TAG = ["embed_item", "entities_item", "claims_item"]
+AFTER_TAG = ["embed_item", "entities_item", "claims_item", "relationships_item"]
 
 
 def marker_chunk(p: StagePayload, text: str) -> Chunk:

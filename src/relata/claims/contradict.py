@@ -149,6 +149,26 @@ def compare(
     return None
 
 
+#: Content-word overlap two claims need to count as agreeing: stricter than the overlap that
+#: makes them comparable for a conflict, since sharing words is not saying the same thing.
+AGREE_OVERLAP: Final = 0.7
+
+
+def agreement(a: ClaimDraft, b: ClaimDraft) -> float | None:
+    """The confidence that two claims about the same subject say the same thing, or None:
+    both assert, no facet conflicts, the same polarity and direction, and most content
+    words shared (``AGREE_OVERLAP``). Relationship evidence, not a ledger entry."""
+    fa, fb = a.facets, b.facets
+    if not (fa.assertive and fb.assertive):
+        return None
+    if fa.polarity != fb.polarity or fa.direction != fb.direction:
+        return None
+    overlap = _overlap(fa, fb)
+    if overlap < AGREE_OVERLAP or compare(a, b) is not None:
+        return None
+    return round(min(0.9, 0.4 + 0.5 * overlap), 2)
+
+
 # --------------------------------------------------------------------------------- rules
 
 

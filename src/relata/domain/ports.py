@@ -292,6 +292,18 @@ class EntityRepository(Protocol):
     def co_mentioned(
         self, workspace_id: str, entity_id: str, *, limit: int = 20
     ) -> builtins.list[tuple[Entity, int]]: ...
+    def items_naming(
+        self,
+        workspace_id: str,
+        entity_ids: Sequence[str],
+        *,
+        exclude_item: str | None = None,
+        per_entity: int = 50,
+        max_items_with: int = 200,
+    ) -> dict[str, tuple[int, builtins.list[str]]]: ...
+    def first_observations(
+        self, workspace_id: str, entity_ids: Sequence[str], item_ids: Sequence[str]
+    ) -> dict[tuple[str, str], EntityObservation]: ...
     def aliases(
         self,
         workspace_id: str,

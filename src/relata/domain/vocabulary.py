@@ -21,6 +21,7 @@ class StageKind(enum.StrEnum):
     EMBED = "embed"
     ENTITIES = "entities"
     CLAIMS = "claims"
+    RELATIONSHIPS = "relationships"
 
     @property
     def job_kind(self) -> str:

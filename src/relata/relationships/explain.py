@@ -50,7 +50,7 @@ def evidence_phrases(rel: Relationship, titles: Mapping[str, str] | None = None)
         )
     for record in by_kind.get(EvidenceKind.REFERENCE.value, [])[:1]:
         named = str(record.get("referenced_item", ""))
-        naming = str(record.get("span", {}).get("item_id", ""))
+        naming = str(record.get("span", {}).get("item", ""))
         what = titles.get(named, "the other item")
         by = titles.get(naming, "one item")
         phrases.append(f"{by} names {what}: {_quote(record['span'])}")

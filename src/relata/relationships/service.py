@@ -12,14 +12,22 @@ Reprocessing never overwrites a decision (the stage's upsert refuses to).
 from __future__ import annotations
 
 import builtins
+import dataclasses
 from dataclasses import dataclass
 
 from relata.domain.errors import ValidationError
 from relata.domain.models import Item, Relationship, ReviewStatus
-from relata.domain.ports import ItemRepository, RelationshipRepository
+from relata.domain.ports import EntityRepository, ItemRepository, RelationshipRepository
 from relata.domain.vocabulary import RelationshipType
 from relata.relationships.evidence import EvidenceSnapshot, evidence_from_json
 from relata.relationships.explain import describe
+from relata.relationships.scoring import (
+    DEFAULT_MODEL,
+    PairFeatures,
+    ScoringModel,
+    SharedEntity,
+    score_pair,
+)
 
 MAX_PAGE = 200
 MAX_OFFSET = 1_000_000
@@ -56,10 +64,75 @@ def snapshot_of(rel: Relationship) -> EvidenceSnapshot:
     return EvidenceSnapshot.of(records, rel.score, rel.score_version)
 
 
+#: Relationships re-scored when an item is deleted, at most (those sharing its entities).
+MAX_RESCORED = 500
+
+
 class RelationshipService:
-    def __init__(self, relationships: RelationshipRepository, items: ItemRepository) -> None:
+    def __init__(
+        self,
+        relationships: RelationshipRepository,
+        items: ItemRepository,
+        entities: EntityRepository | None = None,
+        *,
+        model: ScoringModel = DEFAULT_MODEL,
+    ) -> None:
         self._relationships = relationships
         self._items = items
+        self._entities = entities
+        self._model = model
+
+    def forget_item(self, workspace_id: str, item_id: str) -> None:
+        """Delete by contribution (an item-delete hook, run before the item's rows go): its
+        relationships go, and the unreviewed relationships of other pairs that share an
+        entity it named are re-scored from their stored inputs with one item fewer naming
+        it (rarer now) in a workspace one item smaller; a pair no longer storable is
+        dropped. Nothing is rebuilt and no item is re-read. A reviewed relationship keeps
+        its score (the decision stands)."""
+        keys: list[str] = []
+        if self._entities is not None:
+            observed = {
+                o.entity_id for o in self._entities.observations_for_item(workspace_id, item_id)
+            }
+            keys = sorted(
+                e.normalised_key for e in self._entities.get_many(workspace_id, sorted(observed))
+            )
+        self._relationships.delete_for_item(workspace_id, item_id)
+        if not keys:
+            return
+        gone = set(keys)
+        updates: list[Relationship] = []
+        drop: list[str] = []
+        for rel in self._relationships.sharing_entities(workspace_id, keys, limit=MAX_RESCORED):
+            if rel.review_status is not ReviewStatus.UNREVIEWED:
+                continue
+            inputs = rel.features.get("inputs") if isinstance(rel.features, dict) else None
+            if not isinstance(inputs, dict):
+                continue
+            before = PairFeatures.from_json(inputs)
+            after = dataclasses.replace(
+                before,
+                workspace_items=max(2, before.workspace_items - 1),
+                shared_entities=tuple(
+                    SharedEntity(e.key, max(1, e.items_with - 1)) if e.key in gone else e
+                    for e in before.shared_entities
+                ),
+            )
+            scored = score_pair(after, self._model)
+            if not scored.storable:
+                drop.append(rel.id)
+                continue
+            updates.append(
+                dataclasses.replace(
+                    rel,
+                    relationship_type=scored.relationship_type,
+                    score=scored.score,
+                    score_version=scored.score_version,
+                    features=scored.as_json(),
+                )
+            )
+        if updates or drop:
+            self._relationships.rescore(workspace_id, updates, drop)
 
     def get(self, workspace_id: str, relationship_id: str) -> Relationship:
         return self._relationships.get(workspace_id, relationship_id)

@@ -440,6 +440,76 @@ class SqlEntityRepository:
         with self._db.read() as conn:
             return [(r.item_id, r.entity_id, int(r.n)) for r in conn.execute(q)]
 
+    def items_naming(
+        self,
+        workspace_id: str,
+        entity_ids: Sequence[str],
+        *,
+        exclude_item: str | None = None,
+        per_entity: int = 50,
+        max_items_with: int = 200,
+    ) -> dict[str, tuple[int, builtins.list[str]]]:
+        """For each entity: how many live items name it, and (when that is at most
+        ``max_items_with``) up to ``per_entity`` of them other than ``exclude_item``, oldest
+        id first. Two indexed queries; an entity every item names costs a count, no list."""
+        ids = sorted(set(entity_ids))[:_ID_BATCH]
+        if not ids:
+            ws_filter(entity_observations, workspace_id)
+            return {}
+        obs = entity_observations
+        live = sa.and_(items.c.id == obs.c.item_id, items.c.deleted_at.is_(None))
+        df = sa.func.count(sa.distinct(obs.c.item_id)).label("df")
+        counts = (
+            sa.select(obs.c.entity_id, df)
+            .join(items, live)
+            .where(ws_filter(obs, workspace_id), obs.c.entity_id.in_(ids))
+            .group_by(obs.c.entity_id)
+        )
+        with self._db.read() as conn:
+            found = {r.entity_id: int(r.df) for r in conn.execute(counts)}
+            listed = [e for e, n in found.items() if n <= max_items_with]
+            out: dict[str, tuple[int, builtins.list[str]]] = {e: (n, []) for e, n in found.items()}
+            if listed:
+                pairs = (
+                    sa.select(obs.c.entity_id, obs.c.item_id)
+                    .join(items, live)
+                    .where(ws_filter(obs, workspace_id), obs.c.entity_id.in_(listed))
+                    .group_by(obs.c.entity_id, obs.c.item_id)
+                    .order_by(obs.c.entity_id, obs.c.item_id)
+                )
+                if exclude_item is not None:
+                    pairs = pairs.where(obs.c.item_id != exclude_item)
+                for row in conn.execute(pairs):
+                    kept = out[row.entity_id][1]
+                    if len(kept) < per_entity:
+                        kept.append(row.item_id)
+        return out
+
+    def first_observations(
+        self, workspace_id: str, entity_ids: Sequence[str], item_ids: Sequence[str]
+    ) -> dict[tuple[str, str], EntityObservation]:
+        """The first observation (lowest offset) of each entity in each item, by
+        ``(entity_id, item_id)``: a quotation of each side for relationship evidence."""
+        ents, its = sorted(set(entity_ids))[:_ID_BATCH], sorted(set(item_ids))[:_ID_BATCH]
+        if not ents or not its:
+            ws_filter(entity_observations, workspace_id)
+            return {}
+        q = (
+            sa.select(entity_observations)
+            .where(
+                ws_filter(entity_observations, workspace_id),
+                entity_observations.c.entity_id.in_(ents),
+                entity_observations.c.item_id.in_(its),
+            )
+            .order_by(entity_observations.c.start_offset)
+        )
+        out: dict[tuple[str, str], EntityObservation] = {}
+        with self._db.read() as conn:
+            for row in conn.execute(q):
+                o = _observation(row)
+                out.setdefault((o.entity_id, o.item_id), o)
+        return out
+
     def co_mentioned(
         self, workspace_id: str, entity_id: str, *, limit: int = 20
     ) -> builtins.list[tuple[Entity, int]]:

@@ -1,0 +1,536 @@
+"""The ``relationships`` pipeline stage: scored, evidenced links between one item and others
+(docs/decisions/0019, docs/decisions/0020).
+
+``RelationshipStage.run`` gathers **candidates from indexes, never by scanning the
+workspace**:
+
+- items naming the same entities (the observation index; an entity named by more than
+  ``MAX_ITEMS_WITH`` items lists nobody: it is too common to relate anything);
+- items whose claims contradict the item's (the ledger; a pair dismissed as
+  ``not_a_contradiction`` is not evidence) or agree with them (claims about the same
+  subjects, by the claims' subject index, compared with ``claims.contradict.agreement``);
+- explicit references: the item names another's title or file name (an indexed lookup of
+  the file names and quoted or capitalised phrases in its text), or another names the item's
+  (a full-text query for the title, checked word for word);
+- nearest neighbours by meaning: the item's chunk vectors averaged into an item vector,
+  searched in the vector store (its closest chunks, best per item);
+- the item's existing relationships, so that a pair whose evidence is gone is re-scored
+  and dropped rather than left behind.
+
+Each candidate's features (shared entities with their rarity, claim pairs, references,
+similarity, chronology on a shared subject) go to the pure scoring model
+(``relationships.scoring``); a storable pair gets bounded evidence from both sides
+(``relationships.evidence``). The result is written in the stage's transaction through
+``replace_relationships``, whose upsert never overwrites a person's decision; a rejected
+pair is proposed again only when its evidence changed materially since the rejection.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Final
+
+from relata.claims.contradict import agreement
+from relata.claims.stage import draft_of
+from relata.domain.cancel import Cancel
+from relata.domain.models import (
+    Claim,
+    ClaimSide,
+    Contradiction,
+    Entity,
+    EntityObservation,
+    Item,
+    ProposedRelationship,
+    Relationship,
+    ReviewStatus,
+)
+from relata.domain.ports import (
+    ClaimRepository,
+    Clock,
+    ContradictionRepository,
+    EntityRepository,
+    ItemRepository,
+    RelationshipRepository,
+    StageTransaction,
+    TextSearch,
+    VectorStore,
+)
+from relata.domain.vocabulary import ContradictionStatus, Resolution, StageKind
+from relata.ids import new_id, title_key
+from relata.pipeline import Requirement, StagePayload, StageResult
+from relata.relationships.evidence import (
+    ClaimPairEvidence,
+    Evidence,
+    EvidenceSnapshot,
+    ReferenceEvidence,
+    SharedEntityEvidence,
+    Span,
+    bound_evidence,
+    differs_materially,
+    evidence_as_json,
+    relationship_key,
+)
+from relata.relationships.scoring import (
+    DEFAULT_MODEL,
+    Chronology,
+    PairFeatures,
+    PairScore,
+    Reference,
+    ReferenceKind,
+    ScoringModel,
+    SharedEntity,
+    Side,
+    rarity,
+    score_pair,
+)
+
+#: Entities of the item looked up (the rarest first, by the observation index).
+MAX_ITEM_ENTITIES: Final = 64
+#: Items listed per shared entity, and the most items an entity may be named by to list any.
+PER_ENTITY: Final = 50
+MAX_ITEMS_WITH: Final = 200
+#: Candidates scored with similarity looked up, at most (the best by the other evidence).
+MAX_SCORED: Final = 64
+#: The item's existing relationships re-scored, at most.
+MAX_EXISTING: Final = 200
+#: Contradictions and other items' claims read for claim evidence, at most.
+MAX_CONTRADICTIONS: Final = 200
+MAX_CLAIMS: Final = 500
+#: Nearest-neighbour search: chunk vectors of the item averaged (at most), chunks asked for,
+#: and the items kept from them.
+MAX_OWN_VECTORS: Final = 64
+NEIGHBOUR_CHUNKS: Final = 40
+NEIGHBOURS: Final = 10
+#: References: a title is matched only with at least this many words (short titles such as
+#: "Minutes" match by accident); phrases looked up per item; items checked word for word.
+MIN_TITLE_WORDS: Final = 3
+MAX_TITLE_WORDS: Final = 20
+MAX_PHRASES: Final = 200
+MAX_NAMED: Final = 20
+MAX_NAMING_CHECKED: Final = 5
+
+_FILENAME = re.compile(r"(?<![\w/.-])[\w][\w.-]{0,150}\.(?:pdf|docx|md|markdown|txt|json)\b", re.I)
+_QUOTED = re.compile(r"[\"“”‘’']([^\"“”\n]{8,200})[\"“”’']")
+_CAPITALISED = re.compile(
+    r"\b(?:[A-Z][\w'’-]*[ \t]+(?:(?:of|the|and|for|on|in|to|a|an)[ \t]+)*){2,}[A-Z0-9][\w'’-]*"
+)
+
+
+@dataclass(slots=True)
+class _Candidate:
+    """What the gathering found about one other item."""
+
+    entities: set[str] = field(default_factory=set)
+    contradictions: dict[str, Contradiction] = field(default_factory=dict)
+    agreements: dict[tuple[str, str], tuple[float, Claim, Claim]] = field(default_factory=dict)
+    references: dict[tuple[ReferenceKind, str], Span] = field(default_factory=dict)
+    similarity: float | None = None
+    existing: Relationship | None = None
+
+
+def _unit(vector: Sequence[float]) -> list[float] | None:
+    norm = math.sqrt(sum(v * v for v in vector))
+    return [v / norm for v in vector] if norm > 0 else None
+
+
+def item_vector(vectors: Sequence[Sequence[float]]) -> list[float] | None:
+    """The mean of an item's chunk vectors, at unit length (None without any)."""
+    if not vectors:
+        return None
+    width = len(vectors[0])
+    total = [0.0] * width
+    for v in vectors:
+        for i in range(width):
+            total[i] += v[i]
+    return _unit(total)
+
+
+def _find(text: str, phrase: str, start: int = 0) -> tuple[int, int] | None:
+    """Where ``phrase`` occurs in ``text`` as whole words, case and whitespace aside."""
+    words = phrase.split()
+    if not words:
+        return None
+    pattern = r"(?<!\w)" + r"\s+".join(re.escape(w) for w in words) + r"(?!\w)"
+    m = re.compile(pattern, re.I).search(text, start)
+    return (m.start(), m.end()) if m else None
+
+
+def named_phrases(text: str) -> tuple[list[str], list[str]]:
+    """File names, and phrases that could be another item's title (quoted, or a run of
+    capitalised words), named in ``text``: the forward reference lookup's keys."""
+    filenames = sorted({m.group(0) for m in _FILENAME.finditer(text)})[:MAX_PHRASES]
+    phrases: set[str] = set()
+    for m in _QUOTED.finditer(text):
+        phrases.add(m.group(1))
+    for m in _CAPITALISED.finditer(text):
+        phrases.add(m.group(0))
+    titles = sorted(
+        {title_key(p) for p in phrases if MIN_TITLE_WORDS <= len(p.split()) <= MAX_TITLE_WORDS}
+    )[:MAX_PHRASES]
+    return filenames, titles
+
+
+class RelationshipStage:
+    """``relationships``: see the module docstring."""
+
+    kind = StageKind.RELATIONSHIPS
+    requires: frozenset[Requirement] = frozenset()
+
+    def __init__(
+        self,
+        *,
+        items: ItemRepository,
+        entities: EntityRepository,
+        claims: ClaimRepository,
+        contradictions: ContradictionRepository,
+        relationships: RelationshipRepository,
+        text_search: TextSearch,
+        clock: Clock,
+        vectors: VectorStore | None = None,
+        model: ScoringModel = DEFAULT_MODEL,
+    ) -> None:
+        self._items = items
+        self._entities = entities
+        self._claims = claims
+        self._contradictions = contradictions
+        self._relationships = relationships
+        self._text = text_search
+        self._clock = clock
+        self._vectors = vectors
+        self._model = model
+
+    @property
+    def versions(self) -> dict[str, str]:
+        return {"relationship_score": self._model.version}
+
+    def run(self, payload: StagePayload, cancel: Cancel) -> StageResult:
+        ws, me = payload.workspace_id, payload.item_id
+        item = self._items.get(ws, me)
+        text = item.text or ""
+        found: dict[str, _Candidate] = defaultdict(_Candidate)
+
+        observations = self._entities.observations_for_item(ws, me)
+        mine: dict[str, EntityObservation] = {}
+        for o in sorted(observations, key=lambda o: o.start):
+            mine.setdefault(o.entity_id, o)
+        naming = self._entities.items_naming(
+            ws,
+            sorted(mine)[: 10 * MAX_ITEM_ENTITIES],
+            exclude_item=me,
+            per_entity=PER_ENTITY,
+            max_items_with=MAX_ITEMS_WITH,
+        )
+        items_with = {e: n for e, (n, _) in naming.items()}
+        for entity_id, (_, others) in sorted(naming.items(), key=lambda kv: kv[1][0])[
+            :MAX_ITEM_ENTITIES
+        ]:
+            for other in others:
+                found[other].entities.add(entity_id)
+        cancel.raise_if_cancelled()
+
+        self._gather_claims(ws, me, found)
+        self._gather_references(ws, item, text, found)
+        for rel in self._relationships.list_for_items(
+            ws, [me], include_rejected=True, limit=MAX_EXISTING
+        ):
+            other = rel.target_id if rel.source_id == me else rel.source_id
+            found[other].existing = rel
+        own_vector = self._gather_neighbours(ws, me, found)
+        found.pop(me, None)
+        cancel.raise_if_cancelled()
+
+        # Which entities each candidate shares with the item (all of the item's, not only
+        # the rare ones that listed it), and a quotation of each side.
+        theirs = self._entities.first_observations(ws, sorted(mine), sorted(found))
+        for (entity_id, other), _ in theirs.items():
+            if other in found:
+                found[other].entities.add(entity_id)
+        entities = {e.id: e for e in self._entities.get_many(ws, sorted(mine))}
+        workspace_items = max(2, self._items.count(ws))
+
+        def features(other: str, c: _Candidate) -> PairFeatures:
+            first_is_me = me < other
+            shared = tuple(
+                SharedEntity(entities[e].normalised_key, max(1, items_with.get(e, 2)))
+                for e in sorted(c.entities)
+                if e in entities
+            )
+            return PairFeatures(
+                workspace_items=workspace_items,
+                shared_entities=shared,
+                contradicting=tuple(x.confidence for x in c.contradictions.values()),
+                agreeing=tuple(a[0] for a in c.agreements.values()),
+                references=tuple(
+                    Reference(kind, Side.FIRST if (naming_id == me) == first_is_me else Side.SECOND)
+                    for kind, naming_id in c.references
+                ),
+                similarity=c.similarity,
+                chronology=_chronology(item, other_items.get(other), first_is_me)
+                if shared
+                else None,
+            )
+
+        other_items = {it.id: it for it in self._items.get_many(ws, sorted(found), with_text=False)}
+        found = defaultdict(_Candidate, {k: v for k, v in found.items() if k in other_items})
+        # Similarity for candidates the neighbour search did not reach: only for the best
+        # by the other evidence (their score without it), so the lookup stays bounded.
+        missing = [k for k, c in found.items() if c.similarity is None]
+        if own_vector is not None and missing and self._vectors is not None:
+            ranked = sorted(missing, key=lambda k: (-self._score(features(k, found[k])), k))
+            self._similarities(ws, own_vector, ranked[:MAX_SCORED], found)
+        cancel.raise_if_cancelled()
+
+        proposed: list[ProposedRelationship] = []
+        drop: list[str] = []
+        reopened = 0
+        for other in sorted(found):
+            c = found[other]
+            scored = score_pair(features(other, c), self._model)
+            key = relationship_key(me, other)
+            if not scored.storable:
+                if c.existing is not None and c.existing.review_status is ReviewStatus.UNREVIEWED:
+                    drop.append(key)
+                continue
+            records = self._evidence(
+                me, other, c, mine, theirs, entities, items_with, workspace_items
+            )
+            kept = bound_evidence(me, other, records)
+            reopen = _reopens(c.existing, kept, scored, self._model)
+            reopened += reopen
+            first, second = sorted((me, other))
+            proposed.append(
+                ProposedRelationship(
+                    relationship=Relationship(
+                        id=new_id(),
+                        workspace_id=ws,
+                        source_id=first,
+                        target_id=second,
+                        relationship_type=scored.relationship_type,
+                        score=scored.score,
+                        score_version=scored.score_version,
+                        dedupe_key=key,
+                        created_at=self._clock.now(),
+                        evidence=evidence_as_json(kept),
+                        features=scored.as_json(),
+                    ),
+                    entity_keys=tuple(s.key for s in scored.inputs.shared_entities),
+                    reopen=reopen,
+                )
+            )
+
+        def write(tx: StageTransaction) -> None:
+            tx.replace_relationships(me, proposed, drop)
+
+        return StageResult(
+            write=write,
+            versions=self.versions,
+            details={
+                "candidates": len(found),
+                "relationships": len(proposed),
+                "strong": sum(
+                    1 for p in proposed if p.relationship.score >= self._model.strong_threshold
+                ),
+                "dropped": len(drop),
+                "reopened": reopened,
+                "similarity": own_vector is not None,
+            },
+        )
+
+    def _score(self, features: PairFeatures) -> float:
+        return score_pair(features, self._model).score
+
+    # ------------------------------------------------------------------ gathering
+
+    def _gather_claims(self, ws: str, me: str, found: dict[str, _Candidate]) -> None:
+        for c in self._contradictions.list(ws, item_id=me, limit=MAX_CONTRADICTIONS):
+            if (
+                c.status is ContradictionStatus.RESOLVED
+                and c.resolution is Resolution.NOT_A_CONTRADICTION
+            ):
+                continue
+            other = c.second.item_id if c.first.item_id == me else c.first.item_id
+            if other != me:
+                found[other].contradictions[c.id] = c
+        own = self._claims.list_for_item(ws, me)
+        if not own:
+            return
+        by_subject: dict[str, list[Claim]] = defaultdict(list)
+        for claim in own:
+            by_subject[claim.subject].append(claim)
+        drafts = {claim.id: draft_of(claim) for claim in own}
+        for theirs in self._claims.list_by_subjects(
+            ws, sorted(by_subject), exclude_item=me, limit=MAX_CLAIMS
+        ):
+            b = draft_of(theirs)
+            for claim in by_subject.get(theirs.subject, ()):
+                conf = agreement(drafts[claim.id], b)
+                if conf is not None:
+                    pair = (claim.dedupe_key, theirs.dedupe_key)
+                    found[theirs.item_id].agreements[pair] = (conf, claim, theirs)
+
+    def _gather_references(
+        self, ws: str, item: Item, text: str, found: dict[str, _Candidate]
+    ) -> None:
+        me = item.id
+        # Forward: the item names another's file name or title.
+        filenames, titles = named_phrases(text)
+        if filenames or titles:
+            for other in self._items.find_named(
+                ws, titles=titles, filenames=filenames, exclude_item=me, limit=MAX_NAMED
+            ):
+                for kind, name in _names(other):
+                    at = _find(text, name)
+                    if at is not None:
+                        span = Span.of(me, None, at[0], text[at[0] : at[1]])
+                        found[other.id].references.setdefault((kind, me), span)
+        # Backward: another item names this one's title or file name (full text, checked).
+        names = _names(item)
+        if not names:
+            return
+        hits: list[str] = []
+        for _, name in names:
+            for hit in self._text.search_chunks(ws, name, limit=MAX_NAMED):
+                if hit.item_id != me and hit.item_id not in hits:
+                    hits.append(hit.item_id)
+        for other in self._items.get_many(ws, hits[:MAX_NAMING_CHECKED], with_text=True):
+            body = other.text or ""
+            for kind, name in names:
+                at = _find(body, name)
+                if at is not None:
+                    span = Span.of(other.id, None, at[0], body[at[0] : at[1]])
+                    found[other.id].references.setdefault((kind, other.id), span)
+
+    def _gather_neighbours(
+        self, ws: str, me: str, found: dict[str, _Candidate]
+    ) -> list[float] | None:
+        if self._vectors is None:
+            return None
+        vector = item_vector(self._vectors.item_vectors(ws, me, limit=MAX_OWN_VECTORS))
+        if vector is None:
+            return None
+        best: dict[str, float] = {}
+        for hit in self._vectors.search(ws, vector, k=NEIGHBOUR_CHUNKS):
+            if hit.item_id != me:
+                best[hit.item_id] = max(best.get(hit.item_id, -1.0), hit.score)
+        for other, score in sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))[:NEIGHBOURS]:
+            found[other].similarity = score
+        for other, score in best.items():
+            if other in found and found[other].similarity is None:
+                found[other].similarity = score
+        return vector
+
+    def _similarities(
+        self, ws: str, vector: list[float], others: list[str], found: dict[str, _Candidate]
+    ) -> None:
+        assert self._vectors is not None
+        best: dict[str, float] = {}
+        for hit in self._vectors.search(ws, vector, k=min(256, 4 * len(others)), item_ids=others):
+            best[hit.item_id] = max(best.get(hit.item_id, -1.0), hit.score)
+        for other, score in best.items():
+            found[other].similarity = score
+
+    # ------------------------------------------------------------------ evidence
+
+    def _evidence(
+        self,
+        me: str,
+        other: str,
+        c: _Candidate,
+        mine: dict[str, EntityObservation],
+        theirs: dict[tuple[str, str], EntityObservation],
+        entities: dict[str, Entity],
+        items_with: dict[str, int],
+        workspace_items: int,
+    ) -> Iterable[Evidence]:
+        for x in c.contradictions.values():
+            one, two = x.first, x.second
+            yield ClaimPairEvidence(
+                agrees=False,
+                subject_key=x.subject,
+                subject_name=x.subject_name,
+                first_claim=one.claim_key,
+                second_claim=two.claim_key,
+                first=_side_span(one),
+                second=_side_span(two),
+                confidence=x.confidence,
+                facet=x.facet,
+                reason=x.reason,
+                contradiction_id=x.id,
+            )
+        for conf, a, b in c.agreements.values():
+            yield ClaimPairEvidence(
+                agrees=True,
+                subject_key=a.subject,
+                subject_name=a.subject_name or b.subject_name,
+                first_claim=a.dedupe_key,
+                second_claim=b.dedupe_key,
+                first=Span.of(a.item_id, a.chunk_id, a.start, a.quotation or a.statement),
+                second=Span.of(b.item_id, b.chunk_id, b.start, b.quotation or b.statement),
+                confidence=conf,
+            )
+        for (kind, _), span in c.references.items():
+            yield ReferenceEvidence(kind, other if span.item_id == me else me, span)
+        for entity_id in c.entities:
+            entity = entities.get(entity_id)
+            ours, other_obs = mine.get(entity_id), theirs.get((entity_id, other))
+            if entity is None or ours is None or other_obs is None:
+                continue
+            yield SharedEntityEvidence(
+                entity.normalised_key,
+                entity.name,
+                rarity(max(1, items_with.get(entity_id, 2)), workspace_items),
+                Span.of(me, ours.chunk_id, ours.start, ours.quotation),
+                Span.of(other, other_obs.chunk_id, other_obs.start, other_obs.quotation),
+            )
+
+
+def _side_span(side: ClaimSide) -> Span:
+    return Span.of(
+        side.item_id,
+        None,
+        side.start,
+        side.quotation,
+        focus=(side.conflict_start, side.conflict_end),
+    )
+
+
+def _names(item: Item) -> list[tuple[ReferenceKind, str]]:
+    """How another item could name this one: its title (long enough) and file name."""
+    out: list[tuple[ReferenceKind, str]] = []
+    title = " ".join((item.title or "").split())
+    if MIN_TITLE_WORDS <= len(title.split()) <= MAX_TITLE_WORDS:
+        out.append((ReferenceKind.TITLE, title))
+    if item.original_filename and _FILENAME.fullmatch(item.original_filename):
+        out.append((ReferenceKind.FILENAME, item.original_filename))
+    return out
+
+
+def _chronology(me: Item, other: Item | None, first_is_me: bool) -> Chronology | None:
+    """The two items' own dates, when both have one and they differ."""
+    if other is None or me.created_at is None or other.created_at is None:
+        return None
+    days = abs((me.created_at - other.created_at).total_seconds()) / 86400
+    if days <= 0:
+        return None
+    me_newer = me.created_at > other.created_at
+    return Chronology(Side.FIRST if me_newer == first_is_me else Side.SECOND, days)
+
+
+def _reopens(
+    existing: Relationship | None,
+    kept: Sequence[Evidence],
+    scored: PairScore,
+    model: ScoringModel,
+) -> bool:
+    """A rejected relationship whose evidence changed materially since the rejection."""
+    if existing is None or existing.review_status is not ReviewStatus.REJECTED:
+        return False
+    if not existing.decision:
+        return False
+    rejected = EvidenceSnapshot.from_json(existing.decision)
+    current = EvidenceSnapshot.of(kept, scored.score, scored.score_version)
+    return differs_materially(rejected, current, model=model)
