@@ -276,6 +276,7 @@ def build(
         FusionConfig.from_settings(settings),
         entities=repos.entities,
         contradictions=repos.contradictions,
+        relationships=repos.relationships,
     )
     return Container(
         settings=settings,

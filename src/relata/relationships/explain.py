@@ -71,6 +71,14 @@ def _similarity(rel: Relationship) -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
 
+def followed(rel: Relationship) -> bool:
+    """Whether search expands along it: a person confirmed or edited it, or it is strong and
+    not yet reviewed; a rejected one never."""
+    if rel.review_status in (ReviewStatus.CONFIRMED, ReviewStatus.EDITED):
+        return True
+    return rel.review_status is ReviewStatus.UNREVIEWED and rel.score >= STRONG_THRESHOLD
+
+
 def standing(rel: Relationship) -> str:
     """Its review state, or whether its score is strong, in words."""
     reviewed = _REVIEWED.get(rel.review_status)

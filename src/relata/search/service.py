@@ -27,6 +27,7 @@ from relata.domain.ports import (
     ContradictionRepository,
     Embedder,
     EntityRepository,
+    RelationshipRepository,
     TextSearch,
     VectorStore,
 )
@@ -42,6 +43,7 @@ from relata.ranking.fusion import (
     LegHit,
     fuse,
 )
+from relata.relationships.explain import evidence_phrases, followed, standing
 
 MAX_QUERY_CHARS = 1000
 MAX_LIMIT = 100
@@ -49,9 +51,13 @@ MAX_OFFSET = 1000
 EXCERPT_CHARS = 320
 MAX_EXCERPTS = 2
 # Legs that are not built yet: the response says so instead of pretending they found nothing.
-UNBUILT_LEGS = {
-    SearchLeg.RELATIONSHIP: "relationship expansion is not available yet",
-}
+#: Legs not built yet, with why (shown as a note when such a leg is asked for).
+UNBUILT_LEGS: dict[str, str] = {}
+#: Relationship expansion: the top results it expands from, the relationships read per
+#: seed at most, and the items it adds at most.
+EXPANSION_SEEDS = 5
+EXPANSION_PER_SEED = 20
+EXPANSION_MAX = 20
 #: Query word n-grams matched to entity keys: up to this many words, of this many first words.
 MAX_NGRAM_WORDS = 5
 MAX_QUERY_WORDS = 24
@@ -178,7 +184,9 @@ class SearchService:
         candidates: int = 100,
         entities: EntityRepository | None = None,
         contradictions: ContradictionRepository | None = None,
+        relationships: RelationshipRepository | None = None,
     ) -> None:
+        self._relationships = relationships
         self._entities = entities
         self._contradictions = contradictions
         self._items = items
@@ -226,6 +234,9 @@ class SearchService:
             else:
                 leg_state[leg] = "ran"
 
+        if leg_state[SearchLeg.RELATIONSHIP] == "ran" and self._relationships is None:
+            leg_state[SearchLeg.RELATIONSHIP] = "absent"
+            hits[SearchLeg.RELATIONSHIP] = None
         if leg_state[SearchLeg.ENTITY] == "ran" and self._entities is None:
             leg_state[SearchLeg.ENTITY] = "absent"
             hits[SearchLeg.ENTITY] = None
@@ -247,7 +258,9 @@ class SearchService:
             SearchLeg.ENTITY: lambda: self._entity_leg(workspace_id, query, n, timings),
         }
         futures = {
-            leg: self._pool.submit(run) for leg, run in runners.items() if leg_state[leg] == "ran"
+            leg: self._pool.submit(run)
+            for leg, run in runners.items()
+            if leg_state.get(leg) == "ran"
         }
         for leg, future in futures.items():
             try:
@@ -264,9 +277,13 @@ class SearchService:
                     f"answer ({exc.message}); results come from exact terms only"
                 )
 
-        for leg, reason in UNBUILT_LEGS.items():
-            if leg_state[leg] == "absent":
-                notes.append(f"{leg} leg absent: {reason}")
+        for unbuilt, reason in UNBUILT_LEGS.items():
+            if leg_state[unbuilt] == "absent":
+                notes.append(f"{unbuilt} leg absent: {reason}")
+        if leg_state[SearchLeg.RELATIONSHIP] == "ran":
+            hits[SearchLeg.RELATIONSHIP] = self._relationship_leg(
+                workspace_id, hits, source, query, timings
+            )
 
         t0 = time.perf_counter()
         fused = fuse(hits, self._fusion)
@@ -378,6 +395,69 @@ class SearchService:
         return best_chunk_per_item(
             [ChunkHit(v.chunk_id, v.item_id, similarity=v.score) for v in found]
         )
+
+    def _relationship_leg(
+        self,
+        workspace_id: str,
+        hits: dict[str, Sequence[LegHit] | None],
+        source: str | None,
+        query: SearchQuery,
+        timings: dict[str, float],
+    ) -> list[LegHit]:
+        """Items related to the top results (the other legs fused): a relationship a
+        person confirmed or edited, or one whose score is strong; never a rejected one,
+        never another workspace's (the repository is workspace-scoped and the page is
+        re-read through the item repository anyway)."""
+        assert self._relationships is not None  # the caller marks the leg absent otherwise
+        t0 = time.perf_counter()
+        first = fuse({k: v for k, v in hits.items() if k != SearchLeg.RELATIONSHIP}, self._fusion)
+        top = [r.id for r in first.results[: 4 * EXPANSION_SEEDS]]
+        live = self._items.filter_live(
+            workspace_id,
+            top,
+            source_type=source,
+            created_from=query.created_from,
+            created_to=query.created_to,
+        )
+        seeds = [i for i in top if i in live][:EXPANSION_SEEDS]
+        if not seeds:
+            timings[SearchLeg.RELATIONSHIP] = _ms(t0)
+            return []
+        rels = self._relationships.list_for_items(
+            workspace_id, seeds, limit=EXPANSION_PER_SEED * len(seeds)
+        )
+        titles = {
+            it.id: it.title
+            for it in self._items.get_many(
+                workspace_id,
+                sorted({i for r in rels for i in (r.source_id, r.target_id)}),
+                with_text=False,
+            )
+        }
+        rank = {seed: n for n, seed in enumerate(seeds)}
+        found: dict[str, tuple[tuple[int, float], float, list[str]]] = {}
+        for rel in rels:
+            if not followed(rel):
+                continue
+            for seed, other in ((rel.source_id, rel.target_id), (rel.target_id, rel.source_id)):
+                if seed not in rank or other not in titles:
+                    continue
+                why = "; ".join([*evidence_phrases(rel, titles)[:2], standing(rel)])
+                reason = (
+                    f"related to result {rank[seed] + 1} ({titles.get(seed, seed)}): "
+                    f"{rel.relationship_type.value}, {why}"
+                )
+                order = (rank[seed], -rel.score)
+                known = found.get(other)
+                if known is None:
+                    found[other] = (order, rel.score, [reason])
+                else:
+                    known[2].append(reason)
+                    if order < known[0]:
+                        found[other] = (order, max(known[1], rel.score), known[2])
+        ranked = sorted(found, key=lambda i: (found[i][0], i))[:EXPANSION_MAX]
+        timings[SearchLeg.RELATIONSHIP] = _ms(t0)
+        return [LegHit(id=i, score=found[i][1], reasons=tuple(found[i][2][:3])) for i in ranked]
 
     def _entity_leg(
         self, workspace_id: str, query: SearchQuery, n: int, timings: dict[str, float]
