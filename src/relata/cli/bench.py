@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from relata.cli.benchmarks import contradictions, embed, entities, ingest, retrieval
+from relata.cli.benchmarks import contradictions, embed, entities, ingest, relationships, retrieval
 
 #: In the order ``relata bench --help`` lists them; each module adds its own subcommand.
-BENCHMARKS = (ingest, embed, retrieval, entities, contradictions)
+BENCHMARKS = (ingest, embed, retrieval, entities, contradictions, relationships)
 
 DESCRIPTION = (
     "Measure Relata on a corpus and print a report; --json ends it with the same report as "
@@ -20,7 +20,7 @@ DESCRIPTION = (
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "bench",
-        help="benchmarks: ingestion, embedding, retrieval, entities, contradictions",
+        help="benchmarks: ingestion, embedding, retrieval, entities, contradictions, relationships",
         description=DESCRIPTION,
     )
     group = p.add_subparsers(dest="benchmark", metavar="BENCHMARK", required=True)

@@ -16,7 +16,6 @@ vectors.
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 import time
 from collections import Counter
@@ -35,10 +34,7 @@ from relata.cli.benchmarks.common import (
     quiet_settings,
     run_pipeline,
 )
-from relata.cli.common import CliError
-
-SPLITS = ("train", "dev", "test")
-MAX_LINE_BYTES = 4 << 20
+from relata.cli.benchmarks.scifact import SPLITS, abstracts_of, claim_pairs, stage_times
 
 
 def register(group: Any) -> None:
@@ -61,44 +57,6 @@ def register(group: Any) -> None:
     p.set_defaults(handler=_bench)
 
 
-def _jsonl(path: Path) -> list[dict[str, Any]]:
-    rows = []
-    with path.open("rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            if len(raw) > MAX_LINE_BYTES:
-                raise CliError(f"{path}: line {lineno} is over {MAX_LINE_BYTES} bytes")
-            if raw.strip():
-                try:
-                    rows.append(json.loads(raw))
-                except ValueError:
-                    raise CliError(f"{path}: line {lineno} is not JSON") from None
-    return rows
-
-
-def _pairs(folder: Path, split: str, limit: int) -> list[dict[str, str]]:
-    path = folder / f"claims_{split}.jsonl"
-    if not path.is_file():
-        raise CliError(f"no {path.name} in {folder}")
-    pairs = []
-    for row in _jsonl(path)[:limit]:
-        if not all(isinstance(row.get(k), str) for k in ("claim_id", "claim", "doc_id", "label")):
-            raise CliError(f"{path}: a pair without claim_id, claim, doc_id and label")
-        pairs.append({k: str(row[k]) for k in ("claim_id", "claim", "doc_id", "label")})
-    return pairs
-
-
-def _abstracts(folder: Path, wanted: set[str]) -> dict[str, tuple[str, str]]:
-    path = folder / "corpus.jsonl"
-    if not path.is_file():
-        raise CliError(f"no corpus.jsonl in {folder}")
-    found = {}
-    for row in _jsonl(path):
-        doc_id = str(row.get("_id", ""))
-        if doc_id in wanted:
-            found[doc_id] = (str(row.get("title") or doc_id), str(row.get("text") or ""))
-    return found
-
-
 def _scores(tp: int, fp: int, fn: int) -> dict[str, float | int]:
     p = tp / (tp + fp) if tp + fp else 0.0
     r = tp / (tp + fn) if tp + fn else 0.0
@@ -114,8 +72,8 @@ def _bench(args: argparse.Namespace) -> int:
     from relata.ingest.service import IngestRequest
 
     base = quiet_settings()
-    pairs = _pairs(args.dataset, args.split, args.limit)
-    abstracts = _abstracts(args.dataset, {p["doc_id"] for p in pairs})
+    pairs = claim_pairs(args.dataset, args.split, args.limit)
+    abstracts = abstracts_of(args.dataset, {p["doc_id"] for p in pairs})
     changes: dict[str, Any] = {}
     if not args.embed:
         changes["embedding_provider"] = "none"
@@ -163,7 +121,7 @@ def _bench(args: argparse.Namespace) -> int:
             )
             wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
             report = _evaluate(c, ws, pairs, doc_items, claim_items)
-            report["stages"] = _stage_times(c, ws, all_items)
+            report["stages"] = stage_times(c, ws, all_items)
     report |= {
         "split": args.split,
         "pairs": len(pairs),
@@ -212,18 +170,6 @@ def _evaluate(
         "claims_per_item": round(claims / max(items, 1), 2),
         "ledger": sum(1 for _ in recorded),
     }
-
-
-def _stage_times(c: Any, ws: str, item_ids: list[str]) -> dict[str, dict[str, float]]:
-    busy: dict[str, float] = {}
-    runs: Counter[str] = Counter()
-    for item_id in item_ids:
-        for r in c.repos.runs.list_for_item(ws, item_id):
-            ms = r.details.get("duration_ms")
-            if isinstance(ms, int | float):
-                busy[r.stage] = busy.get(r.stage, 0.0) + float(ms) / 1000
-            runs[r.stage] += 1
-    return {s: {"runs": runs[s], "handler_s": round(busy.get(s, 0.0), 2)} for s in runs}
 
 
 def _lines(r: dict[str, Any]) -> list[str]:

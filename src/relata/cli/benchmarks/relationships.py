@@ -1,0 +1,259 @@
+"""``relata bench relationships``: relationship discovery against SciFact's citations, through
+the real pipeline.
+
+In a fresh data dir the corpus's abstracts (``corpus.jsonl``, all of them unless
+``--corpus-limit``; the cited ones always) are ingested and the pipeline runs to the end
+(parse, chunk, embed, entities, claims, relationships); then each claim of
+``claims_<split>.jsonl`` is ingested as its own short item and the pipeline runs again, so
+every claim's relationships are discovered with the whole corpus in place. Reported:
+
+- **recall@5**: the share of claims with a cited abstract among their five best-scored
+  relationships (and @1, @10), and the share of (claim, cited abstract) pairs related at all;
+- **contradicts**: of the CONTRADICT pairs, how many are related with type ``contradicts``,
+  and how many ``contradicts`` relationships of claims point at an abstract the claim does
+  not contradict (per the labels);
+- relationships per item, by type; the relationship stage's handler time per item in the
+  first and the last thousand abstracts processed (does it grow with the workspace?), and
+  every stage's time beside the raw embedder's.
+
+The embedding provider is the configured one (default: the local model): nearest neighbours
+by meaning are one of the candidate sources. No language model is used unless ``--model``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+from relata.cli.benchmarks.common import (
+    add_json_flag,
+    emit,
+    fresh_settings,
+    machine,
+    machine_line,
+    opened,
+    positive_float,
+    positive_int,
+    quiet_settings,
+    run_pipeline,
+)
+from relata.cli.benchmarks.scifact import SPLITS, abstracts_of, claim_pairs, stage_times
+
+#: Window of items (in processing order) whose relationship-stage time is compared.
+WINDOW = 1000
+
+
+def register(group: Any) -> None:
+    p = group.add_parser(
+        "relationships",
+        help="relationship discovery against SciFact's claim -> cited abstract links",
+        description=(__doc__ or "").replace("``", "`"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--dataset", required=True, type=Path, metavar="DIR", help="the scifact folder")
+    p.add_argument("--split", choices=SPLITS, default="train", help="claims_<split>.jsonl")
+    p.add_argument("--limit", type=positive_int, default=100_000, metavar="N", help="pairs at most")
+    p.add_argument(
+        "--corpus-limit",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="abstracts at most besides the cited ones (default: the whole corpus)",
+    )
+    p.add_argument("--workers", type=positive_int, default=2, metavar="N", help="workers")
+    p.add_argument("--model", action="store_true", help="use the configured language model")
+    p.add_argument(
+        "--timeout", type=positive_float, default=14400.0, metavar="S", help="for the pipeline"
+    )
+    add_json_flag(p)
+    p.set_defaults(handler=_bench)
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from relata.ingest.service import IngestRequest
+
+    base = quiet_settings()
+    pairs = claim_pairs(args.dataset, args.split, args.limit)
+    cited = {p["doc_id"] for p in pairs}
+    corpus = abstracts_of(args.dataset, None)
+    if args.corpus_limit is not None:
+        extra = [d for d in corpus if d not in cited][: args.corpus_limit]
+        corpus = {d: corpus[d] for d in corpus if d in cited or d in set(extra)}
+    changes: dict[str, Any] = {}
+    if not args.model:
+        changes["ai_provider"] = ""
+    with tempfile.TemporaryDirectory(prefix="relata-bench-relationships-") as tmp:
+        settings = fresh_settings(base, Path(tmp) / "data").replace(**changes)
+        with opened(settings) as c:
+            ws = c.workspaces.ensure(c.settings.default_workspace)[0].id
+            t0, cpu0 = time.perf_counter(), time.process_time()
+            doc_items: dict[str, str] = {}
+            for doc_id, (title, text) in corpus.items():
+                item = c.ingest.ingest(
+                    ws,
+                    IngestRequest(
+                        text=text,
+                        title=title,
+                        metadata={"external_id": doc_id},
+                        allow_duplicate=True,
+                    ),
+                )
+                doc_items[doc_id] = item.id
+            corpus_settled = run_pipeline(
+                c,
+                ws,
+                list(doc_items.values()),
+                workers=args.workers,
+                timeout=args.timeout,
+                poll_seconds=0.5,
+            )
+            corpus_wall = time.perf_counter() - t0
+            claim_items: dict[str, str] = {}
+            for p in pairs:
+                if p["claim_id"] not in claim_items:
+                    item = c.ingest.ingest(
+                        ws,
+                        IngestRequest(
+                            text=p["claim"],
+                            title=f"claim {p['claim_id']}",
+                            metadata={"external_id": f"claim:{p['claim_id']}"},
+                            allow_duplicate=True,
+                        ),
+                    )
+                    claim_items[p["claim_id"]] = item.id
+            claims_settled = run_pipeline(
+                c,
+                ws,
+                list(claim_items.values()),
+                workers=args.workers,
+                timeout=args.timeout,
+                poll_seconds=0.2,
+            )
+            wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+            report = _evaluate(c, ws, pairs, doc_items, claim_items)
+            all_items = [*doc_items.values(), *claim_items.values()]
+            report["stages"] = stage_times(c, ws, all_items)
+            report["growth"] = _growth(c, ws, list(doc_items.values()))
+    report |= {
+        "split": args.split,
+        "pairs": len(pairs),
+        "claims": len(claim_items),
+        "abstracts": len(doc_items),
+        "model": bool(args.model),
+        "settled": corpus_settled.finished and claims_settled.finished,
+        "counts": claims_settled.counts,
+        "corpus_wall_s": round(corpus_wall, 2),
+        "wall_s": round(wall, 2),
+        "cpu_s": round(cpu, 2),
+        "machine": machine(),
+    }
+    emit(report, _lines(report), as_json=args.json)
+    return 0 if report["settled"] else 1
+
+
+def _evaluate(
+    c: Any,
+    ws: str,
+    pairs: list[dict[str, str]],
+    doc_items: dict[str, str],
+    claim_items: dict[str, str],
+) -> dict[str, Any]:
+    cited: dict[str, set[str]] = defaultdict(set)
+    contradicted: dict[str, set[str]] = defaultdict(set)
+    for p in pairs:
+        doc = doc_items.get(p["doc_id"])
+        if doc is None:
+            continue
+        cited[claim_items[p["claim_id"]]].add(doc)
+        if p["label"] == "CONTRADICT":
+            contradicted[claim_items[p["claim_id"]]].add(doc)
+    hits = {1: 0, 5: 0, 10: 0}
+    pairs_related = 0
+    types = Counter[str]()
+    per_claim: list[int] = []
+    contradicts_found = 0
+    contradicts_wrong = 0
+    for claim, docs in cited.items():
+        rels = c.repos.relationships.list_for_items(ws, [claim], limit=1000)
+        per_claim.append(len(rels))
+        others = [r.target_id if r.source_id == claim else r.source_id for r in rels]
+        for k in hits:
+            if docs & set(others[:k]):
+                hits[k] += 1
+        pairs_related += len(docs & set(others))
+        for r, other in zip(rels, others, strict=True):
+            types[r.relationship_type.value] += 1
+            if r.relationship_type.value == "contradicts":
+                if other in contradicted[claim]:
+                    contradicts_found += 1
+                else:
+                    contradicts_wrong += 1
+    n = max(len(cited), 1)
+    contradict_pairs = sum(len(v) for v in contradicted.values())
+    total_pairs = sum(len(v) for v in cited.values())
+    return {
+        "recall_at_1": round(hits[1] / n, 3),
+        "recall_at_5": round(hits[5] / n, 3),
+        "recall_at_10": round(hits[10] / n, 3),
+        "pairs_related": round(pairs_related / max(total_pairs, 1), 3),
+        "contradict_pairs": contradict_pairs,
+        "contradicts_found": contradicts_found,
+        "contradicts_other": contradicts_wrong,
+        "claim_relationship_types": dict(types),
+        "relationships_per_claim": round(sum(per_claim) / n, 2),
+    }
+
+
+def _growth(c: Any, ws: str, doc_items: list[str]) -> dict[str, Any]:
+    """The relationship stage's handler time per item, in processing order: the first
+    ``WINDOW`` abstracts against the last ``WINDOW`` (the workspace is that much larger)."""
+    runs: list[tuple[Any, float]] = []
+    for item_id in doc_items:
+        for r in c.repos.runs.list_for_item(ws, item_id):
+            ms = r.details.get("duration_ms")
+            if r.stage == "relationships" and isinstance(ms, int | float):
+                runs.append((r.started_at, float(ms)))
+    runs.sort(key=lambda x: x[0])
+    if len(runs) < 2 * WINDOW:
+        half = len(runs) // 2
+        first, last = runs[:half], runs[half:]
+    else:
+        first, last = runs[:WINDOW], runs[-WINDOW:]
+
+    def mean(xs: list[tuple[Any, float]]) -> float:
+        return round(sum(x[1] for x in xs) / max(len(xs), 1), 2)
+
+    return {
+        "window": len(first),
+        "first_ms_per_item": mean(first),
+        "last_ms_per_item": mean(last),
+        "ratio": round(mean(last) / max(mean(first), 1e-9), 2),
+    }
+
+
+def _lines(r: dict[str, Any]) -> list[str]:
+    g = r["growth"]
+    lines = [
+        f"SciFact {r['split']}: {r['claims']} claims ({r['pairs']} cited pairs) beside "
+        f"{r['abstracts']} abstracts; model {'on' if r['model'] else 'off'}",
+        f"  recall@1 {r['recall_at_1']:.3f}  recall@5 {r['recall_at_5']:.3f}  "
+        f"recall@10 {r['recall_at_10']:.3f}; cited pairs related at all {r['pairs_related']:.3f}",
+        f"  contradicts: {r['contradicts_found']} of {r['contradict_pairs']} CONTRADICT pairs; "
+        f"{r['contradicts_other']} on other pairs",
+        f"  claims' relationships by type {r['claim_relationship_types']}, "
+        f"{r['relationships_per_claim']} per claim",
+        f"  relationship stage per item: first {g['window']} {g['first_ms_per_item']} ms, "
+        f"last {g['window']} {g['last_ms_per_item']} ms (x{g['ratio']})",
+        f"  corpus {r['corpus_wall_s']:.1f} s; total {r['wall_s']:.1f} s wall, "
+        f"{r['cpu_s']:.1f} s CPU",
+    ]
+    for stage, t in r["stages"].items():
+        lines.append(f"  stage {stage:<13} {t['runs']} runs, handler time {t['handler_s']:.1f} s")
+    if not r["settled"]:
+        lines.append(f"  NOT SETTLED within --timeout: {r['counts']}")
+    lines.append(machine_line(r["machine"]))
+    return lines
