@@ -165,6 +165,9 @@ items = sa.Table(
     sa.Column("structure", sa.JSON),
     sa.Column("original_path", sa.String(255)),
     sa.Column("original_filename", sa.String(255)),
+    # ``ids.title_key(title)``: how another item's text naming this one by its title finds it
+    # (``ItemRepository.find_named``); written with every title.
+    sa.Column("title_key", sa.String(300)),
     sa.Column("media_type", sa.String(100)),
     sa.Column("metadata", sa.JSON, nullable=False),
     sa.Column("chunk_count", sa.Integer, nullable=False, server_default="0"),
@@ -179,6 +182,9 @@ items = sa.Table(
     sa.Index(None, "workspace_id", "content_hash"),
     # Listing by status and finding the failed items to reprocess.
     sa.Index(None, "workspace_id", "status", "failed_stage"),
+    # Explicit references: an item named by its title or file name (``find_named``).
+    sa.Index(None, "workspace_id", "title_key"),
+    sa.Index(None, "workspace_id", "original_filename"),
     # Covers search's re-read of candidates without touching the (long) rows.
     sa.Index(
         "ix_items_search_filter",
@@ -388,21 +394,33 @@ contradictions = sa.Table(
     sa.Index(None, "workspace_id", "subject"),
 )
 
+# Scored, evidenced links between two items (docs/decisions/0019): one per unordered pair
+# (``dedupe_key``), its type, score and features the scoring model's until a person decides
+# (``review_status``), after which reprocessing refreshes only the evidence. Both endpoints
+# cascade: deleting an item removes its relationships (and their contribution index).
 relationships = sa.Table(
     "relationships",
     metadata,
     _id(),
     _ws(),
-    sa.Column("source_id", sa.String(36), nullable=False),
-    sa.Column("target_id", sa.String(36), nullable=False),
+    sa.Column(
+        "source_id", sa.String(36), sa.ForeignKey("items.id", ondelete="CASCADE"), nullable=False
+    ),
+    sa.Column(
+        "target_id", sa.String(36), sa.ForeignKey("items.id", ondelete="CASCADE"), nullable=False
+    ),
     sa.Column("relationship_type", sa.String(32), nullable=False),
     sa.Column("score", sa.Float, nullable=False),
     sa.Column("score_version", sa.String(32), nullable=False),
     sa.Column("features", sa.JSON, nullable=False),
     sa.Column("evidence", sa.JSON, nullable=False),
     sa.Column("review_status", sa.String(16), nullable=False),
-    sa.Column("reviewed_by", sa.String(36)),
+    sa.Column("reviewed_by", sa.String(100)),
     _ts("reviewed_at", nullable=True),
+    sa.Column("review_note", sa.String(1000)),
+    # The evidence snapshot of the last decision (``EvidenceSnapshot.as_json``): what a
+    # rejected relationship's later evidence is compared with. SQL NULL when there is none.
+    sa.Column("decision", sa.JSON(none_as_null=True)),
     sa.Column("dedupe_key", sa.String(64), nullable=False),
     _ts("created_at"),
     _ts("updated_at", nullable=True),
@@ -410,6 +428,23 @@ relationships = sa.Table(
     sa.Index(None, "workspace_id", "source_id"),
     sa.Index(None, "workspace_id", "target_id"),
     sa.Index(None, "workspace_id", "review_status", "score"),
+)
+
+# The contribution index: which shared entities (by key) a relationship's score counts, so
+# that when an item is deleted the relationships its entities contributed to are found and
+# re-scored without reading every relationship's features.
+relationship_entities = sa.Table(
+    "relationship_entities",
+    metadata,
+    sa.Column(
+        "relationship_id",
+        sa.String(36),
+        sa.ForeignKey("relationships.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    sa.Column("entity_key", sa.String(200), primary_key=True),
+    _ws(),
+    sa.Index(None, "workspace_id", "entity_key"),
 )
 
 jobs = sa.Table(
