@@ -221,14 +221,15 @@ def test_model_versions_are_one_row_per_workspace_kind_name(db: Database) -> Non
 def test_relationship_upsert_never_overwrites_a_human_decision(db: Database) -> None:
     ws = _workspace(db)
     repo = SqlRelationshipRepository(db)
-    key = dedupe_key("relationship", "a", "b")
+    a, b = (SqlItemRepository(db).create(_item(ws, data)).id for data in ("a", "b"))
+    key = dedupe_key("relationship", a, b)
 
     def rel(score: float, rtype: str, evidence: str) -> Relationship:
         return Relationship(
             id=new_id(),
             workspace_id=ws,
-            source_id="a",
-            target_id="b",
+            source_id=a,
+            target_id=b,
             relationship_type=rtype,
             score=score,
             score_version="v1",
@@ -240,7 +241,7 @@ def test_relationship_upsert_never_overwrites_a_human_decision(db: Database) -> 
     first = repo.upsert_by_dedupe_key(rel(0.5, "similar", "e1"))
     again = repo.upsert_by_dedupe_key(rel(0.7, "supports", "e2"))
     assert again.id == first.id and again.score == 0.7 and again.relationship_type == "supports"
-    repo.review(ws, first.id, ReviewStatus.CONFIRMED, None)
+    repo.review(ws, first.id, ReviewStatus.CONFIRMED, by="alice")
     after = repo.upsert_by_dedupe_key(rel(0.1, "contradicts", "e3"))
     assert after.review_status == ReviewStatus.CONFIRMED
     assert after.score == 0.7 and after.relationship_type == "supports"

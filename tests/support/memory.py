@@ -14,8 +14,9 @@ transaction applies all or nothing and no other thread sees it half done. Record
 frozen dataclasses; the dicts inside them are copied in and out, so a caller never shares
 state with the store, as with rows read back from a database.
 
-Entities are not modelled: ``MemoryStageTransaction.replace_entities`` checks the item, as
-SQL does, then refuses, so the entity stage is tested on SQL.
+Entities, claims and relationships are not modelled: ``MemoryStageTransaction
+.replace_entities`` (``replace_claims``, ``replace_relationships``) checks the item, as SQL
+does, then refuses, so those stages are tested on SQL.
 """
 
 from __future__ import annotations
@@ -43,8 +44,10 @@ from relata.domain.models import (
     ObservedMention,
     ProcessingRun,
     ProposedAlias,
+    ProposedRelationship,
 )
 from relata.domain.ports import ChunkToEmbed, Clock
+from relata.ids import title_key
 from relata.storage.sql.jobs import SUPERSEDED
 
 _MAX_PAGE = 1000  # the SQL adapters' page bound
@@ -484,6 +487,29 @@ class MemoryItemRepository:
             ]
         return dict(Counter(statuses))
 
+    def find_named(
+        self,
+        workspace_id: str,
+        *,
+        titles: Sequence[str] = (),
+        filenames: Sequence[str] = (),
+        exclude_item: str | None = None,
+        limit: int = 50,
+    ) -> builtins.list[Item]:
+        """Titles by ``title_key``, file names exactly, blanks ignored; oldest first,
+        without their text."""
+        keys = {k for k in (title_key(t) for t in titles) if k}
+        names = {f for f in filenames if f and f.strip()}
+        with self._store.lock:
+            found = [
+                i
+                for i in self._store.live_items(workspace_id)
+                if i.id != exclude_item
+                and (title_key(i.title) in keys or i.original_filename in names)
+            ]
+        found.sort(key=lambda i: (i.ingested_at, i.id))
+        return [_item_out(i, with_text=False) for i in _page(found, limit, 0)]
+
     def mark_deleted(self, workspace_id: str, item_id: str) -> Item:
         """Hide the item from every read at once (its content hash is free again); the row
         goes with ``delete``. Returns the item as it was."""
@@ -841,6 +867,18 @@ class MemoryStageTransaction:
     def record_contradictions(self, found: Sequence[FoundContradiction]) -> int:
         self._check_open()
         raise NotImplementedError("the in-memory fakes hold no contradiction ledger: use SQL")
+
+    def replace_relationships(
+        self,
+        item_id: str,
+        proposed: Sequence[ProposedRelationship],
+        drop: Sequence[str],
+    ) -> int:
+        """As ``replace_claims``: the fakes hold no relationships; a relationships test
+        uses SQL."""
+        self._check_open()
+        self._store.live_item(self._ws, item_id)
+        raise NotImplementedError("the in-memory fakes do not store relationships: use SQL")
 
     def add_run(self, run: ProcessingRun) -> None:
         self._own(run.workspace_id)

@@ -19,6 +19,7 @@ from relata.domain.clock import SystemClock
 from relata.domain.errors import DuplicateItem, NotFound
 from relata.domain.models import Item, ItemStatus, ProcessingRun, SourceType
 from relata.domain.ports import Clock
+from relata.ids import title_key
 from relata.storage.sql.base import require_workspace, ws_filter
 from relata.storage.sql.engine import Database
 from relata.storage.sql.errors import translate
@@ -58,6 +59,7 @@ def _item_row(item: Item) -> dict[str, Any]:
         "id": item.id,
         "workspace_id": item.workspace_id,
         "title": item.title,
+        "title_key": title_key(item.title),
         "source_type": item.source_type.value,
         "status": item.status.value,
         "content_hash": item.content_hash,
@@ -307,6 +309,50 @@ class SqlItemRepository:
         with self._db.read() as conn:
             return [_item(r) for r in conn.execute(q).all()]
 
+    def find_named(
+        self,
+        workspace_id: str,
+        *,
+        titles: Sequence[str] = (),
+        filenames: Sequence[str] = (),
+        exclude_item: str | None = None,
+        limit: int = 50,
+    ) -> builtins.list[Item]:
+        """Live items (without text) titled one of ``titles`` (compared by ``title_key``) or
+        whose original file name is one of ``filenames`` (exactly), oldest first: the
+        ``(workspace, title_key)`` and ``(workspace, original_filename)`` indexes, never a
+        scan. Blank names are ignored; at most 500 distinct of each kind are looked up."""
+        keys = sorted({k for k in (title_key(t) for t in titles) if k})[:_ID_BATCH]
+        names = sorted({f for f in filenames if f and f.strip()})[:_ID_BATCH]
+        where = [live(workspace_id)]
+        if exclude_item is not None:
+            where.append(items.c.id != exclude_item)
+        # One query per index (SQLite does not combine them for an OR), oldest first, merged.
+        lookups = [
+            c.in_(v)
+            for c, v in ((items.c.title_key, keys), (items.c.original_filename, names))
+            if v
+        ]
+        if not lookups:
+            return []
+        limit = max(1, min(limit, _MAX_PAGE))
+        # SQLite's planner, without statistics, would rather walk the workspace's items in
+        # the (workspace, ingested_at) index to skip the sort than look up the few named ones;
+        # a unary plus on the sort key (its documented way) rules that index out.
+        oldest = (
+            sa.literal_column("+items.ingested_at")
+            if self._db.dialect == "sqlite"
+            else items.c.ingested_at
+        )
+        columns = [c for c in items.c if c.name not in _HEAVY]
+        found: dict[str, Item] = {}
+        with self._db.read() as conn:
+            for lookup in lookups:
+                q = sa.select(*columns).where(*where, lookup).order_by(oldest, items.c.id)
+                for row in conn.execute(q.limit(limit)):
+                    found.setdefault(row.id, _item(row))
+        return sorted(found.values(), key=lambda i: (i.ingested_at, i.id))[:limit]
+
     def mark_deleted(self, workspace_id: str, item_id: str) -> Item:
         """First step of a delete: the item disappears from every read at once (and its
         content hash is free again), so running pipeline stages meet ``NotFound``; the row
@@ -335,7 +381,8 @@ class SqlItemRepository:
             raise NotFound("item not found")
 
     def delete(self, workspace_id: str, item_id: str) -> None:
-        """Remove the item; its chunks, claims and runs go with it (ON DELETE CASCADE)."""
+        """Remove the item; its chunks, claims, contradictions, relationships and runs go
+        with it (ON DELETE CASCADE)."""
         with self._db.write() as conn:
             n = conn.execute(
                 items.delete().where(ws_filter(items, workspace_id), items.c.id == item_id)
@@ -371,7 +418,9 @@ _STORE_PARSED = (
         updated_at=sa.bindparam("p_now"),
     )
 )
-_STORE_PARSED_TITLED = _STORE_PARSED.values(title=sa.bindparam("p_title"))
+_STORE_PARSED_TITLED = _STORE_PARSED.values(
+    title=sa.bindparam("p_title"), title_key=sa.bindparam("p_title_key")
+)
 _INSERT_RUN = processing_runs.insert()
 
 
@@ -412,7 +461,8 @@ def store_parsed(
     title: str | None,
 ) -> None:
     """The parse stage's result on the item: text, structure (blocks as offsets into the
-    text) and, when given, a title; ``NotFound`` when the item is gone."""
+    text) and, when given, a title (with its ``title_key``); ``NotFound`` when the item is
+    gone."""
     params: dict[str, Any] = {
         "ws": require_workspace(items, workspace_id),
         "item_id": item_id,
@@ -423,6 +473,7 @@ def store_parsed(
     statement = _STORE_PARSED
     if title is not None:
         params["p_title"] = title
+        params["p_title_key"] = title_key(title)
         statement = _STORE_PARSED_TITLED
     if conn.execute(statement, params).rowcount == 0:
         raise NotFound("item not found")

@@ -29,6 +29,7 @@ from relata.domain.models import (
     ObservedMention,
     ProcessingRun,
     ProposedAlias,
+    ProposedRelationship,
 )
 from relata.domain.ports import Clock
 from relata.storage.sql.chunks import replace_chunks, stamp_embedding_model
@@ -37,6 +38,7 @@ from relata.storage.sql.engine import Database
 from relata.storage.sql.entities import replace_item_entities
 from relata.storage.sql.items import insert_run, set_item_status, store_parsed
 from relata.storage.sql.jobs import insert_pending, job_from_row
+from relata.storage.sql.knowledge import replace_relationships
 from relata.storage.sql.tables import jobs
 
 _COMPLETE = (
@@ -90,6 +92,16 @@ class SqlStageTransaction:
 
     def record_contradictions(self, found: Sequence[FoundContradiction]) -> int:
         return record_contradictions(self._conn, self._dialect, self._ws, found, self._now)
+
+    def replace_relationships(
+        self,
+        item_id: str,
+        proposed: Sequence[ProposedRelationship],
+        drop: Sequence[str],
+    ) -> int:
+        return replace_relationships(
+            self._conn, self._dialect, self._ws, item_id, proposed, drop, self._now
+        )
 
     def add_run(self, run: ProcessingRun) -> None:
         self._own(run.workspace_id)
