@@ -362,7 +362,33 @@ def test_migration_indexes_existing_rows_and_downgrades_cleanly(database_url: st
         )
         repos = (SqlItemRepository(db), SqlChunkRepository(db), SqlTextSearch(db))
         seeded = Store(db, *repos, ws.id, ws.id)
-        before = seeded.add(ws.id, "Ribosome", "Ribosomes translate messenger RNA.")
+        text = "Ribosomes translate messenger RNA."
+        before = Item(
+            id=new_id(),
+            workspace_id=ws.id,
+            title="Ribosome",
+            source_type=SourceType.TEXT,
+            content_hash=content_hash(text),
+            size_bytes=len(text),
+            ingested_at=NOW,
+            text=text,
+        )
+        with db.write() as conn:  # revision 0001's columns (items.create writes later ones)
+            conn.execute(
+                items.insert().values(
+                    id=before.id,
+                    workspace_id=ws.id,
+                    title=before.title,
+                    source_type=before.source_type.value,
+                    status="ready",
+                    content_hash=before.content_hash,
+                    size_bytes=before.size_bytes,
+                    text=text,
+                    metadata={},
+                    ingested_at=NOW,
+                )
+            )
+        seeded.set_chunks(before, [text])
         migrate.upgrade(db)
         assert _ids(seeded.search.search_items(ws.id, "ribosome", limit=5)) == [before.id]
         assert [h.item_id for h in seeded.search.search_chunks(ws.id, "rna", limit=5)] == [

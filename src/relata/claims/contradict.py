@@ -43,7 +43,7 @@ from relata.claims.dates import DateFacet, dates_conflict
 from relata.claims.extract import ClaimDraft
 from relata.claims.facets import Facets
 from relata.claims.quantities import Quantity, quantities_conflict
-from relata.claims.words import stem
+from relata.claims.words import content_terms, stem
 from relata.ids import pair_key
 
 DETECTOR: Final = "facets"
@@ -149,21 +149,30 @@ def compare(
     return None
 
 
-#: Content-word overlap two claims need to count as agreeing: stricter than the overlap that
-#: makes them comparable for a conflict, since sharing words is not saying the same thing.
-AGREE_OVERLAP: Final = 0.7
+#: Content words two claims need to share to count as agreeing, and the share of the smaller
+#: claim's they must be, the subjects' own names aside: two sentences naming the same
+#: entities are not thereby saying the same thing about them.
+AGREE_OVERLAP: Final = 0.6
+AGREE_SHARED: Final = 3
 
 
 def agreement(a: ClaimDraft, b: ClaimDraft) -> float | None:
     """The confidence that two claims about the same subject say the same thing, or None:
-    both assert, no facet conflicts, the same polarity and direction, and most content
-    words shared (``AGREE_OVERLAP``). Relationship evidence, not a ledger entry."""
+    both assert, no facet conflicts, the same polarity and direction, and most of their
+    content words besides cue words and the subjects' names shared (``AGREE_OVERLAP``, at
+    least ``AGREE_SHARED``). Relationship evidence, not a ledger entry."""
     fa, fb = a.facets, b.facets
     if not (fa.assertive and fb.assertive):
         return None
     if fa.polarity != fb.polarity or fa.direction != fb.direction:
         return None
-    overlap = _overlap(fa, fb)
+    names = content_terms(f"{a.subject.name} {b.subject.name}")
+    cues = _cue_words(fa) | _cue_words(fb)
+    ta, tb = fa.terms - cues - names, fb.terms - cues - names
+    shared = ta & tb
+    if len(shared) < AGREE_SHARED:
+        return None
+    overlap = len(shared) / min(len(ta), len(tb))
     if overlap < AGREE_OVERLAP or compare(a, b) is not None:
         return None
     return round(min(0.9, 0.4 + 0.5 * overlap), 2)

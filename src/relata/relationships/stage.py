@@ -109,7 +109,7 @@ NEIGHBOURS: Final = 10
 #: "Minutes" match by accident); phrases looked up per item; items checked word for word.
 MIN_TITLE_WORDS: Final = 3
 MAX_TITLE_WORDS: Final = 20
-MAX_PHRASES: Final = 200
+MAX_PHRASES: Final = 500
 MAX_NAMED: Final = 20
 MAX_NAMING_CHECKED: Final = 5
 
@@ -159,6 +159,18 @@ def _find(text: str, phrase: str, start: int = 0) -> tuple[int, int] | None:
     return (m.start(), m.end()) if m else None
 
 
+def _runs(words: list[str]) -> Iterable[str]:
+    """Every run of ``MIN_TITLE_WORDS`` or more consecutive words of a capitalised phrase,
+    and each with "the" before it: a title is often named inside a longer run or after an
+    article ("the Meridian Tidal Institute" for "The Meridian Tidal Institute")."""
+    words = words[:MAX_TITLE_WORDS]
+    for i in range(len(words)):
+        for j in range(i + MIN_TITLE_WORDS, len(words) + 1):
+            run = " ".join(words[i:j])
+            yield run
+            yield f"the {run}"
+
+
 def named_phrases(text: str) -> tuple[list[str], list[str]]:
     """File names, and phrases that could be another item's title (quoted, or a run of
     capitalised words), named in ``text``: the forward reference lookup's keys."""
@@ -167,7 +179,9 @@ def named_phrases(text: str) -> tuple[list[str], list[str]]:
     for m in _QUOTED.finditer(text):
         phrases.add(m.group(1))
     for m in _CAPITALISED.finditer(text):
-        phrases.add(m.group(0))
+        phrases.update(_runs(m.group(0).split()))
+        if len(phrases) > 4 * MAX_PHRASES:
+            break
     titles = sorted(
         {title_key(p) for p in phrases if MIN_TITLE_WORDS <= len(p.split()) <= MAX_TITLE_WORDS}
     )[:MAX_PHRASES]

@@ -188,7 +188,9 @@ def record_contradictions(
             updated_at=now,
             **values,
         )
-        if conn.execute(ins.on_conflict_do_nothing()).rowcount == 1:
+        # RETURNING, not rowcount: psycopg reports -1 for an INSERT ... ON CONFLICT DO NOTHING.
+        inserted = conn.execute(ins.on_conflict_do_nothing().returning(contradictions.c.id)).first()
+        if inserted is not None:
             changed += 1
             continue
         row = conn.execute(

@@ -1,0 +1,234 @@
+"""Relationships through the real pipeline on SQLite and PostgreSQL over the demo corpus: the
+press release and the council minutes are related as ``contradicts`` with the date
+contradiction as evidence from both sides; the score is the sum of its parts; confirmed,
+rejected and edited relationships keep their decisions through reprocessing of every item;
+a scoring version change shows on every relationship it produced; deleting an item removes its
+relationships and re-scores the pairs that shared its entities; search expands to related
+items, says why, and never along a rejected relationship nor into another workspace."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from decimal import Decimal
+
+import pytest
+
+from relata.bootstrap import Container
+from relata.config.settings import Settings
+from relata.domain.models import Relationship, ReviewStatus
+from relata.domain.vocabulary import RelationshipType, SearchLeg
+from relata.ingest.service import IngestRequest
+from relata.relationships.evidence import EvidenceKind
+from relata.relationships.scoring import DEFAULT_MODEL
+from relata.relationships.stage import RelationshipStage
+from relata.search.service import SearchQuery
+from relata.seed import demo_documents
+from tests.support.ingest import built, drain, workspace_id
+
+PRESS = "sabrewing-array-press-release.txt"
+MINUTES = "harbour-council-minutes.md"
+
+
+@pytest.fixture
+def c(settings: Settings) -> Iterator[Container]:
+    with built(settings, embedding_provider="none") as container:
+        yield container
+
+
+def _seed(c: Container, ws: str) -> dict[str, str]:
+    """The demo corpus, processed; file name -> item id."""
+    ids = {}
+    for doc in demo_documents():
+        item = c.ingest.ingest(
+            ws, IngestRequest(data=doc.data, filename=doc.filename, created_at=doc.created_at)
+        )
+        ids[doc.filename] = item.id
+    drain(c)
+    return ids
+
+
+def _all(c: Container, ws: str, ids: dict[str, str]) -> dict[str, Relationship]:
+    rels = c.repos.relationships.list_for_items(ws, list(ids.values()), include_rejected=True)
+    return {r.dedupe_key: r for r in rels}
+
+
+def _pair(c: Container, ws: str, a: str, b: str) -> Relationship:
+    [rel] = [
+        r
+        for r in c.repos.relationships.list_for_items(ws, [a], include_rejected=True)
+        if {r.source_id, r.target_id} == {a, b}
+    ]
+    return rel
+
+
+def _reprocess_all(c: Container, ws: str) -> None:
+    for item in c.items.list(ws):
+        c.items.reprocess(ws, item.id)
+    drain(c)
+
+
+def test_the_press_release_and_the_minutes_contradict_with_the_date_as_evidence(
+    c: Container,
+) -> None:
+    ws = workspace_id(c)
+    ids = _seed(c, ws)
+    rel = _pair(c, ws, ids[PRESS], ids[MINUTES])
+    assert rel.relationship_type is RelationshipType.CONTRADICTS
+    assert rel.score >= DEFAULT_MODEL.strong_threshold
+    assert rel.source_id == min(ids[PRESS], ids[MINUTES])
+    [planted] = [x for x in c.claims.contradictions(ws) if x.facet == "date"]
+    kinds = [e["kind"] for e in rel.evidence]
+    assert kinds[0] == EvidenceKind.CONTRADICTING_CLAIMS.value
+    contradiction = rel.evidence[0]
+    assert contradiction["contradiction_id"] == planted.id
+    # Evidence from both sides: every quotation slices its item's text at its offsets.
+    texts = {i: c.repos.items.get(ws, i).text or "" for i in (rel.source_id, rel.target_id)}
+    spans = [
+        s for e in rel.evidence for s in (e.get("first"), e.get("second"), e.get("span")) if s
+    ]
+    assert {s["item"] for s in spans} == set(texts)
+    for s in spans:
+        assert texts[s["item"]][s["start"] : s["end"]] == s["quotation"]
+    quoted = " ".join(s["quotation"] for s in (contradiction["first"], contradiction["second"]))
+    assert "March 2019" in quoted and "June 2021" in quoted
+    assert EvidenceKind.SHARED_ENTITY.value in kinds
+    # Transparent: the contributions add up to the stored score, exactly.
+    parts = rel.features["contributions"].values()
+    assert sum(Decimal(repr(p["contribution"])) for p in parts) == Decimal(repr(rel.score))
+    assert rel.features["score_version"] == rel.score_version == DEFAULT_MODEL.version
+    # The item detail's "why" names the disagreement.
+    [related] = [r for r in c.relationships.related(ws, ids[PRESS]) if r.other_id == ids[MINUTES]]
+    assert "disagree" in related.why and "contradicts" in related.why
+
+
+def test_decisions_survive_reprocessing_and_a_rejection_is_not_proposed_again(
+    c: Container,
+) -> None:
+    ws = workspace_id(c)
+    ids = _seed(c, ws)
+    rels = sorted(_all(c, ws, ids).values(), key=lambda r: -r.score)
+    assert len(rels) >= 3, "the demo corpus should relate at least three pairs"
+    confirmed, rejected, edited = rels[0], rels[1], rels[2]
+    c.relationships.review(ws, confirmed.id, "confirm", by="tester", note="checked")
+    c.relationships.review(ws, rejected.id, "reject", by="tester")
+    c.relationships.review(
+        ws, edited.id, "edit", by="tester", relationship_type=RelationshipType.UPDATES
+    )
+    before = _all(c, ws, ids)
+    _reprocess_all(c, ws)
+    after = _all(c, ws, ids)
+    for rel, status in (
+        (confirmed, ReviewStatus.CONFIRMED),
+        (rejected, ReviewStatus.REJECTED),
+        (edited, ReviewStatus.EDITED),
+    ):
+        now = after[rel.dedupe_key]
+        was = before[rel.dedupe_key]
+        assert now.id == rel.id and now.review_status is status
+        assert now.relationship_type is was.relationship_type
+        assert (now.score, now.score_version, now.features) == (
+            was.score,
+            was.score_version,
+            was.features,
+        )
+        assert now.reviewed_by == "tester"
+    assert after[edited.dedupe_key].relationship_type is RelationshipType.UPDATES
+    assert after[confirmed.dedupe_key].review_note == "checked"
+    queue = {r.id for r in c.relationships.queue(ws, limit=200)}
+    assert not queue & {confirmed.id, rejected.id, edited.id}
+    # Not re-proposed: one relationship per pair, still rejected, never in search expansion.
+    assert len(after) == len(before)
+    assert after[rejected.dedupe_key].decision is not None
+
+
+def test_a_new_scoring_version_shows_on_every_relationship_it_produced(c: Container) -> None:
+    ws = workspace_id(c)
+    ids = _seed(c, ws)
+    rels = sorted(_all(c, ws, ids).values(), key=lambda r: -r.score)
+    kept = rels[0]
+    c.relationships.review(ws, kept.id, "confirm", by="tester")
+    [stage] = [s for s in c.pipeline.stages if isinstance(s, RelationshipStage)]
+    stage._model = dataclasses.replace(DEFAULT_MODEL, version="score-test")  # noqa: SLF001
+    for item in c.items.list(ws):
+        c.items.reprocess(ws, item.id, from_stage="relationships")
+    drain(c)
+    after = _all(c, ws, ids)
+    for rel in after.values():
+        if rel.id == kept.id:
+            assert rel.score_version == DEFAULT_MODEL.version  # the reviewed one keeps its own
+        else:
+            assert rel.score_version == "score-test"
+            assert rel.features["score_version"] == "score-test"
+
+
+def test_deleting_an_item_removes_its_relationships_and_rescores_the_rest(c: Container) -> None:
+    ws = workspace_id(c)
+    ids = _seed(c, ws)
+    before = _all(c, ws, ids)
+    gone = ids[MINUTES]
+    c.items.delete(ws, gone)
+    rest = {k: v for k, v in ids.items() if k != MINUTES}
+    after = _all(c, ws, rest)
+    assert all(gone not in (r.source_id, r.target_id) for r in after.values())
+    assert c.repos.relationships.list_for_items(ws, [gone], include_rejected=True) == []
+    # Every surviving unreviewed relationship was re-scored for a workspace one item smaller.
+    survivors = [r for k, r in before.items() if gone not in (r.source_id, r.target_id)]
+    assert survivors, "the demo corpus should relate pairs that do not involve the minutes"
+    for rel in survivors:
+        now = after.get(rel.dedupe_key)
+        if now is None:
+            continue  # no longer storable: dropped
+        shared_with_gone = rel.features["inputs"]["shared_entities"] != now.features["inputs"][
+            "shared_entities"
+        ]
+        if shared_with_gone:
+            assert now.features["inputs"]["workspace_items"] == len(ids) - 1
+            assert now.score >= rel.score  # an entity named by one item fewer is rarer
+
+
+def test_search_expands_along_relationships_and_says_why(c: Container) -> None:
+    ws = workspace_id(c)
+    ids = _seed(c, ws)
+    rel = _pair(c, ws, ids[PRESS], ids[MINUTES])
+    c.relationships.review(ws, rel.id, "confirm", by="tester")
+    response = c.search.search(
+        ws, SearchQuery(text="commercial operation press release", legs=None)
+    )
+    assert response.legs[SearchLeg.RELATIONSHIP] == "ran"
+    found = {
+        r.item.id: leg
+        for r in response.results
+        for leg in r.explanation.legs
+        if leg.leg == SearchLeg.RELATIONSHIP
+    }
+    assert ids[MINUTES] in found or ids[PRESS] in found
+    reason = " ".join(found.get(ids[MINUTES], found.get(ids[PRESS])).reasons)
+    assert "related to result" in reason and "confirmed by a reviewer" in reason
+
+    # Rejected: never expanded along (neither direction of the pair says it any more).
+    c.relationships.review(ws, rel.id, "reject", by="tester")
+    titles = {i: c.repos.items.get(ws, i).title for i in (ids[PRESS], ids[MINUTES])}
+    again = c.search.search(ws, SearchQuery(text="commercial operation press release"))
+    for r in again.results:
+        if r.item.id not in titles:
+            continue
+        other_title = titles[ids[MINUTES] if r.item.id == ids[PRESS] else ids[PRESS]]
+        for leg in r.explanation.legs:
+            if leg.leg == SearchLeg.RELATIONSHIP:
+                assert not any(f"({other_title})" in x for x in leg.reasons), leg.reasons
+
+
+def test_expansion_never_reaches_another_workspace(c: Container) -> None:
+    ws = workspace_id(c)
+    mine = _seed(c, ws)
+    other = c.workspaces.ensure("other-team")[0].id
+    theirs = _seed(c, other)
+    assert _all(c, other, theirs)
+    response = c.search.search(ws, SearchQuery(text="Sabrewing Array commercial operation"))
+    assert {r.item.id for r in response.results} <= set(mine.values())
+    for r in response.results:
+        for leg in r.explanation.legs:
+            assert not any(t in " ".join(leg.reasons) for t in theirs.values())
+    # And the repository itself never returns the other workspace's relationships.
+    assert c.repos.relationships.list_for_items(ws, list(theirs.values())) == []
