@@ -9,9 +9,19 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from relata.api.openapi import errors
-from relata.api.v1 import answers, claims, entities, items, jobs, model_status, search, system
+from relata.api.v1 import (
+    answers,
+    claims,
+    entities,
+    items,
+    jobs,
+    model_status,
+    relationships,
+    search,
+    system,
+)
 
 router = APIRouter(prefix="/api/v1")
 router.include_router(system.router)
-for group in (jobs, items, search, answers, entities, claims, model_status):
+for group in (jobs, items, search, answers, entities, claims, relationships, model_status):
     router.include_router(group.router, responses=errors(503))

@@ -1,5 +1,7 @@
 """What ``POST /api/v1/items`` accepts: the JSON body model and the OpenAPI description of
-both request forms (multipart upload, JSON text). The responses are in ``relata.schemas.items``."""
+both request forms (multipart upload, JSON text). The responses are in ``relata.schemas.items``,
+but for the item detail with its related items (``ItemDetailOut`` here), which needs the
+relationship schemas."""
 
 from __future__ import annotations
 
@@ -9,6 +11,11 @@ from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from relata.api.v1.params import INSTANT_SCHEMA, Instant
 from relata.ingest.validation import MAX_METADATA_KEYS, MAX_METADATA_VALUE_CHARS
+from relata.schemas import items as item_responses
+from relata.schemas.relationships import RelatedBriefOut
+
+#: How many related items an item's detail lists (``/items/{id}/related`` lists them all).
+DETAIL_RELATED = 10
 
 # The shape the service enforces (``relata.ingest.validation.validate_metadata``), for the
 # schema; the service checks it, so its messages name what was wrong.
@@ -81,3 +88,15 @@ CREATE_ITEM_BODY: dict[str, Any] = {
         },
     }
 }
+
+
+class ItemDetailOut(item_responses.ItemDetailOut):
+    """``GET /items/{id}``: the item, its runs and entities, and its best related items. It
+    keeps the name of the detail it extends, so the OpenAPI schema keeps its name too (the
+    base is not served on its own)."""
+
+    related: list[RelatedBriefOut] = Field(
+        default_factory=list,
+        description=f"up to {DETAIL_RELATED} related items, best first, rejected ones left "
+        "out, each with why in one line",
+    )

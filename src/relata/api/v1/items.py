@@ -24,7 +24,7 @@ from starlette.responses import FileResponse
 
 from relata.api.deps import ContainerDep, PrincipalDep
 from relata.api.openapi import errors
-from relata.api.v1.item_schemas import CREATE_ITEM_BODY, ItemIn
+from relata.api.v1.item_schemas import CREATE_ITEM_BODY, DETAIL_RELATED, ItemDetailOut, ItemIn
 from relata.api.v1.params import FromParam, Offset, ToParam, instant
 from relata.domain.errors import TooLarge, UnsupportedContent, ValidationError
 from relata.domain.models import ItemStatus, SourceType
@@ -32,13 +32,13 @@ from relata.domain.vocabulary import StageKind
 from relata.ingest.service import IngestRequest
 from relata.ingest.validation import MEDIA_TYPES, display_safe, parse_bool
 from relata.schemas.items import (
-    ItemDetailOut,
     ItemOut,
     ItemPage,
     ReprocessOut,
     item_detail_out,
     item_out,
 )
+from relata.schemas.relationships import related_brief_out
 
 router = APIRouter(tags=["items"])
 
@@ -238,12 +238,14 @@ def list_items(
 @router.get(
     "/items/{item_id}",
     response_model=ItemDetailOut,
-    summary="An item and its runs",
+    summary="An item, its runs, the entities it names and its related items",
 )
 def get_item(item_id: str, p: PrincipalDep, c: ContainerDep) -> ItemDetailOut:
     detail = c.items.get(p.workspace_id, item_id)
     entities = c.entities.for_item(p.workspace_id, item_id)
-    return item_detail_out(detail.item, detail.runs, entities)
+    related = c.relationships.related(p.workspace_id, item_id, limit=DETAIL_RELATED)
+    base = item_detail_out(detail.item, detail.runs, entities)
+    return ItemDetailOut(**dict(base), related=[related_brief_out(r) for r in related])
 
 
 _UNSAFE_ASCII = re.compile(r"[^A-Za-z0-9._ ()-]+")
