@@ -34,6 +34,8 @@ READING = {
     "claims": ["claims", SOME_ID],
     "contradictions": ["contradictions"],
     "resolve": ["resolve", SOME_ID, "--as", "both_valid"],
+    "related": ["related", SOME_ID],
+    "review": ["review"],
 }
 # Commands that write: they create and migrate the database, and say so.
 WRITING = {
