@@ -108,6 +108,7 @@ def test_without_a_provider_ingestion_completes_and_the_stage_is_recorded_skippe
             ("embed", "skipped"),
             ("entities", "succeeded"),
             ("claims", "succeeded"),
+            ("relationships", "succeeded"),
         ]
         assert runs[2].details["reason"] == "no embedding provider"
         assert c.vectors.count(ws) == 0

@@ -156,17 +156,24 @@ AGREE_OVERLAP: Final = 0.6
 AGREE_SHARED: Final = 3
 
 
+def _capitalised_terms(text: str) -> frozenset[str]:
+    """The stems of the capitalised words of ``text`` (names, mostly), so that an agreement
+    rests on what is said, not on the names two sentences share."""
+    return content_terms(" ".join(w for w in text.split() if w[:1].isupper()))
+
+
 def agreement(a: ClaimDraft, b: ClaimDraft) -> float | None:
     """The confidence that two claims about the same subject say the same thing, or None:
     both assert, no facet conflicts, the same polarity and direction, and most of their
-    content words besides cue words and the subjects' names shared (``AGREE_OVERLAP``, at
-    least ``AGREE_SHARED``). Relationship evidence, not a ledger entry."""
+    content words shared (``AGREE_OVERLAP``, at least ``AGREE_SHARED``), cue words, the
+    subjects' names and capitalised words aside. Relationship evidence, not a ledger entry."""
     fa, fb = a.facets, b.facets
     if not (fa.assertive and fb.assertive):
         return None
     if fa.polarity != fb.polarity or fa.direction != fb.direction:
         return None
     names = content_terms(f"{a.subject.name} {b.subject.name}")
+    names |= _capitalised_terms(a.quotation) | _capitalised_terms(b.quotation)
     cues = _cue_words(fa) | _cue_words(fb)
     ta, tb = fa.terms - cues - names, fb.terms - cues - names
     shared = ta & tb

@@ -42,6 +42,7 @@ from relata.cli.benchmarks.common import (
     run_pipeline,
 )
 from relata.cli.benchmarks.scifact import SPLITS, abstracts_of, claim_pairs, stage_times
+from relata.cli.common import CliError
 
 #: Window of items (in processing order) whose relationship-stage time is compared.
 WINDOW = 1000
@@ -65,6 +66,13 @@ def register(group: Any) -> None:
         help="abstracts at most besides the cited ones (default: the whole corpus)",
     )
     p.add_argument("--workers", type=positive_int, default=2, metavar="N", help="workers")
+    p.add_argument(
+        "--keep",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="build the data dir here (a new folder) and keep it, to inspect with relata",
+    )
     p.add_argument("--model", action="store_true", help="use the configured language model")
     p.add_argument(
         "--timeout", type=positive_float, default=14400.0, metavar="S", help="for the pipeline"
@@ -86,8 +94,11 @@ def _bench(args: argparse.Namespace) -> int:
     changes: dict[str, Any] = {}
     if not args.model:
         changes["ai_provider"] = ""
+    if args.keep is not None and args.keep.exists():
+        raise CliError(f"--keep {args.keep}: it exists; name a new folder")
     with tempfile.TemporaryDirectory(prefix="relata-bench-relationships-") as tmp:
-        settings = fresh_settings(base, Path(tmp) / "data").replace(**changes)
+        data = args.keep if args.keep is not None else Path(tmp) / "data"
+        settings = fresh_settings(base, data).replace(**changes)
         with opened(settings) as c:
             ws = c.workspaces.ensure(c.settings.default_workspace)[0].id
             t0, cpu0 = time.perf_counter(), time.process_time()
