@@ -46,6 +46,12 @@ from relata.analysis.entity_task import (
 )
 from relata.analysis.errors import AnalysisDisabled, InvalidModelOutput
 from relata.analysis.failures import provider_failure
+from relata.analysis.relationship_task import (
+    RELATIONSHIP_TASK,
+    RelationshipReply,
+    build_relationship_prompt,
+    judge_relationship,
+)
 from relata.analysis.task import TaskSpec
 from relata.concurrency import AiCallLimiter
 from relata.domain.cancel import Cancel, Cancelled
@@ -235,6 +241,35 @@ class AnalysisService:
         except InvalidModelOutput as exc:
             self.record_invalid(JUDGE_TASK.name, exc)
             return JudgementReply(None, Counter({exc.reason: 1}))
+
+    # ------------------------------------------------------------------ classify_relationship
+    def classify_relationship(
+        self,
+        first_excerpt: str,
+        second_excerpt: str,
+        cancel: Cancel,
+        *,
+        first_title: str = "",
+        second_title: str = "",
+    ) -> RelationshipReply:
+        """The model's opinion of how two items are related, from an excerpt of each (A the
+        first, B the second).
+
+        Raises like ``extract_claims``; a rejected reply is a ``RelationshipReply`` with no
+        opinion and its reason, counted."""
+        self._require()
+        messages = build_relationship_prompt(
+            first_excerpt, second_excerpt, first_title=first_title, second_title=second_title
+        )
+        try:
+            response = self.complete(RELATIONSHIP_TASK, messages, cancel)
+        except (Unavailable, Permanent) as exc:
+            raise provider_failure(exc) from exc
+        try:
+            return RelationshipReply(judge_relationship(response.content))
+        except InvalidModelOutput as exc:
+            self.record_invalid(RELATIONSHIP_TASK.name, exc)
+            return RelationshipReply(None, Counter({exc.reason: 1}))
 
     def _record_skipped(self, task: str, skipped: Counter[str]) -> None:
         if self._metrics is not None:
