@@ -265,7 +265,9 @@ def build(
     )
     text_search = SqlTextSearch(db)
     relationship_service = RelationshipService(repos.relationships, repos.items, repos.entities)
-    _build_relationships(repos, pipeline, items, relationship_service, text_search, vectors, clock)
+    _build_relationships(
+        repos, pipeline, items, relationship_service, text_search, vectors, clock, analysis
+    )
     _build_knowledge(repos, pipeline, items, analysis)
     search = SearchService(
         repos.items,
@@ -398,6 +400,7 @@ def _build_relationships(
     text_search: TextSearch,
     vectors: VectorStore,
     clock: Clock,
+    analysis: AnalysisService,
 ) -> None:
     """The relationships stage, last, and delete by contribution."""
     _add(
@@ -411,6 +414,7 @@ def _build_relationships(
             text_search=text_search,
             clock=clock,
             vectors=vectors,
+            analysis=analysis,
         ),
     )
     # Before the entity hook and the item's rows go: it reads the entities the item named.

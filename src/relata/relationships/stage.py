@@ -20,9 +20,11 @@ workspace**:
 Each candidate's features (shared entities with their rarity, claim pairs, references,
 similarity, chronology on a shared subject) go to the pure scoring model
 (``relationships.scoring``); a storable pair gets bounded evidence from both sides
-(``relationships.evidence``). The result is written in the stage's transaction through
-``replace_relationships``, whose upsert never overwrites a person's decision; a rejected
-pair is proposed again only when its evidence changed materially since the rejection.
+(``relationships.evidence``). With analysis enabled, the model's opinion of the best pairs
+(``relationships.assisted``) joins their features and they are scored again. The result is
+written in the stage's transaction through ``replace_relationships``, whose upsert never
+overwrites a person's decision; a rejected pair is proposed again only when its evidence
+changed materially since the rejection.
 """
 
 from __future__ import annotations
@@ -30,10 +32,11 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Final
 
+from relata.analysis.service import AnalysisService
 from relata.claims.contradict import agreement
 from relata.claims.stage import draft_of
 from relata.domain.cancel import Cancel
@@ -62,6 +65,12 @@ from relata.domain.ports import (
 from relata.domain.vocabulary import ContradictionStatus, Resolution, StageKind
 from relata.ids import new_id, title_key
 from relata.pipeline import Requirement, StagePayload, StageResult
+from relata.relationships.assisted import (
+    ModelRequest,
+    PairSide,
+    RelationshipModelPass,
+    excerpt,
+)
 from relata.relationships.evidence import (
     ClaimPairEvidence,
     Evidence,
@@ -105,9 +114,11 @@ MAX_CLAIMS: Final = 500
 MAX_OWN_VECTORS: Final = 64
 NEIGHBOUR_CHUNKS: Final = 40
 NEIGHBOURS: Final = 10
-#: References: a title is matched only with at least this many words (short titles such as
-#: "Minutes" match by accident); phrases looked up per item; items checked word for word.
-MIN_TITLE_WORDS: Final = 3
+#: References: a title is matched only with at least this many words besides a leading
+#: article (short titles such as "Minutes", or a title that is only a name such as "The
+#: Meridian Tidal Institute", match by accident or name the subject rather than the
+#: document); phrases looked up per item; items checked word for word.
+MIN_TITLE_WORDS: Final = 4
 MAX_TITLE_WORDS: Final = 20
 MAX_PHRASES: Final = 500
 MAX_NAMED: Final = 20
@@ -159,6 +170,16 @@ def _find(text: str, phrase: str, start: int = 0) -> tuple[int, int] | None:
     return (m.start(), m.end()) if m else None
 
 
+_ARTICLES: Final = frozenset({"the", "a", "an"})
+
+
+def _title_sized(phrase: str) -> bool:
+    words = phrase.split()
+    if words and words[0].lower() in _ARTICLES:
+        words = words[1:]
+    return MIN_TITLE_WORDS <= len(words) <= MAX_TITLE_WORDS
+
+
 def _runs(words: list[str]) -> Iterable[str]:
     """Every run of ``MIN_TITLE_WORDS`` or more consecutive words of a capitalised phrase,
     and each with "the" before it: a title is often named inside a longer run or after an
@@ -182,9 +203,7 @@ def named_phrases(text: str) -> tuple[list[str], list[str]]:
         phrases.update(_runs(m.group(0).split()))
         if len(phrases) > 4 * MAX_PHRASES:
             break
-    titles = sorted(
-        {title_key(p) for p in phrases if MIN_TITLE_WORDS <= len(p.split()) <= MAX_TITLE_WORDS}
-    )[:MAX_PHRASES]
+    titles = sorted({title_key(p) for p in phrases if _title_sized(p)})[:MAX_PHRASES]
     return filenames, titles
 
 
@@ -206,6 +225,7 @@ class RelationshipStage:
         clock: Clock,
         vectors: VectorStore | None = None,
         model: ScoringModel = DEFAULT_MODEL,
+        analysis: AnalysisService | None = None,
     ) -> None:
         self._items = items
         self._entities = entities
@@ -216,10 +236,21 @@ class RelationshipStage:
         self._clock = clock
         self._vectors = vectors
         self._model = model
+        self._analysis = analysis
+
+    @property
+    def _enabled_analysis(self) -> AnalysisService | None:
+        """The analysis service when a model is configured, else None (no model pass)."""
+        analysis = self._analysis
+        return analysis if analysis is not None and analysis.enabled else None
 
     @property
     def versions(self) -> dict[str, str]:
-        return {"relationship_score": self._model.version}
+        versions = {"relationship_score": self._model.version}
+        analysis = self._enabled_analysis
+        if analysis is not None and analysis.model_id:
+            versions["relationship_model"] = analysis.model_id
+        return versions
 
     def run(self, payload: StagePayload, cancel: Cancel) -> StageResult:
         ws, me = payload.workspace_id, payload.item_id
@@ -298,12 +329,32 @@ class RelationshipStage:
             self._similarities(ws, own_vector, ranked[:MAX_SCORED], found)
         cancel.raise_if_cancelled()
 
+        inputs = {other: features(other, c) for other, c in found.items()}
+        scores = {other: score_pair(f, self._model) for other, f in inputs.items()}
+        model_pass = None
+        analysis = self._enabled_analysis
+        if analysis is not None:
+            # The model's opinions (relationships.assisted), then those pairs scored again.
+            def evidence_of(other: str) -> Sequence[Evidence]:
+                records = self._evidence(
+                    me, other, found[other], mine, theirs, entities, items_with, workspace_items
+                )
+                return bound_evidence(me, other, records)
+
+            model_pass = RelationshipModelPass(analysis, cancel, self._model)
+            opinions = model_pass.classify(
+                self._model_requests(ws, item, model_pass, scores, found, other_items, evidence_of)
+            )
+            for other, opinion in opinions.items():
+                scores[other] = score_pair(replace(inputs[other], model=opinion), self._model)
+            cancel.raise_if_cancelled()
+
         proposed: list[ProposedRelationship] = []
         drop: list[str] = []
         reopened = 0
         for other in sorted(found):
             c = found[other]
-            scored = score_pair(features(other, c), self._model)
+            scored = scores[other]
             key = relationship_key(me, other)
             if not scored.storable:
                 if c.existing is not None and c.existing.review_status is ReviewStatus.UNREVIEWED:
@@ -351,11 +402,49 @@ class RelationshipStage:
                 "dropped": len(drop),
                 "reopened": reopened,
                 "similarity": own_vector is not None,
+                **(model_pass.details() if model_pass is not None else {}),
             },
         )
 
     def _score(self, features: PairFeatures) -> float:
         return score_pair(features, self._model).score
+
+    def _model_requests(
+        self,
+        ws: str,
+        item: Item,
+        model_pass: RelationshipModelPass,
+        scores: dict[str, PairScore],
+        found: dict[str, _Candidate],
+        other_items: dict[str, Item],
+        evidence_of: Callable[[str], Sequence[Evidence]],
+    ) -> list[ModelRequest]:
+        """The pairs the model pass chose, each side an excerpt of the pair's evidence (or of
+        the item's text: the others' texts read only for those without any quotation)."""
+        me = item.id
+        decided = {
+            o
+            for o, c in found.items()
+            if c.existing is not None and c.existing.review_status is not ReviewStatus.UNREVIEWED
+        }
+        chosen = model_pass.choose(scores, decided=decided)
+        records = {o: evidence_of(o) for o in chosen}
+        unquoted = [
+            o for o in chosen if not any(s.item_id == o for r in records[o] for s in r.spans())
+        ]
+        texts = {me: item.text or ""}
+        for read in self._items.get_many(ws, unquoted, with_text=True) if unquoted else ():
+            texts[read.id] = read.text or ""
+        titles = {me: item.title, **{o: other_items[o].title for o in chosen}}
+        requests = []
+        for other in chosen:
+            first, second = sorted((me, other))
+            sides = [
+                PairSide(titles[i], excerpt(i, records[other], texts.get(i, "")))
+                for i in (first, second)
+            ]
+            requests.append(ModelRequest(other, sides[0], sides[1]))
+        return requests
 
     # ------------------------------------------------------------------ gathering
 
@@ -516,7 +605,7 @@ def _names(item: Item) -> list[tuple[ReferenceKind, str]]:
     """How another item could name this one: its title (long enough) and file name."""
     out: list[tuple[ReferenceKind, str]] = []
     title = " ".join((item.title or "").split())
-    if MIN_TITLE_WORDS <= len(title.split()) <= MAX_TITLE_WORDS:
+    if _title_sized(title):
         out.append((ReferenceKind.TITLE, title))
     if item.original_filename and _FILENAME.fullmatch(item.original_filename):
         out.append((ReferenceKind.FILENAME, item.original_filename))
