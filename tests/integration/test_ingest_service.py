@@ -202,6 +202,7 @@ def test_the_pipeline_parses_chunks_and_records_runs(c: Container) -> None:
         ("embed", "succeeded"),
         ("entities", "succeeded"),
         ("claims", "succeeded"),
+        ("relationships", "succeeded"),
     ]
     assert "parser" in runs[0].versions and "chunker" in runs[1].versions
     assert runs[1].details["chunks"] == len(chunks)

@@ -77,6 +77,7 @@ def test_a_stage_added_in_a_test_runs_in_its_declared_place(settings: Settings) 
             ("embed", "succeeded"),
             ("entities", "succeeded"),
             ("claims", "succeeded"),
+            ("relationships", "succeeded"),
         ]
         done = c.repos.items.get(ws, item.id)
         assert done.status is ItemStatus.READY and done.failed_stage is None
@@ -189,7 +190,7 @@ def test_reprocessing_from_a_stage_reruns_it_and_the_later_ones_only(settings: S
             c.items.reprocess(ws, item.id, from_stage="nonsense")
         assert (
             bad.value.field == "from"
-            and "parse, chunk, tag, embed, entities, claims" in bad.value.message
+            and "parse, chunk, tag, embed, entities, claims, relationships" in bad.value.message
         )
 
 

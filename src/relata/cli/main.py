@@ -47,7 +47,7 @@ _ASK = Deferred("ask", "relata.cli.ask", "answer a question from a workspace, ci
 _BENCH = Deferred(
     "bench",
     "relata.cli.bench",
-    "benchmarks: ingestion, embedding, retrieval, entities, contradictions",
+    "benchmarks: ingestion, embedding, retrieval, entities, contradictions, relationships",
 )
 
 _COMMANDS: tuple[ModuleType | Deferred, ...] = (
