@@ -18,7 +18,7 @@ from relata.bootstrap import Container
 from relata.config.settings import Settings
 from relata.domain.models import ReviewStatus
 from relata.domain.vocabulary import RelationshipType
-from relata.relationships.scoring import Feature
+from relata.relationships.scoring import DEFAULT_MODEL, SCORE_VERSION, Feature
 from tests.support.ingest import built, workspace_id
 from tests.support.relationships import Corpus, corpus
 
@@ -79,7 +79,7 @@ def test_an_items_related_items_with_why_contributions_and_evidence(
     assert first["other"] == {"id": mine.minutes.item.id, "title": "Harbour council minutes"}
     assert first["type"] == "contradicts" and first["strong"] is True
     assert first["type_basis"] == "contradiction"
-    assert first["score"] == mine.contradiction.score and first["score_version"] == "score-1"
+    assert first["score"] == mine.contradiction.score and first["score_version"] == SCORE_VERSION
     assert first["review_status"] == "unreviewed" and first["reviewed_by"] is None
     assert first["why"].startswith(f"contradicts ({mine.contradiction.score:.3f}, strong")
     assert "they disagree about Sabrewing Array" in first["why"]
@@ -99,7 +99,7 @@ def test_an_items_related_items_with_why_contributions_and_evidence(
         "name": "similarity",
         "value": 0.0,
         "strength": 0.0,
-        "weight": 0.15,
+        "weight": DEFAULT_MODEL.weights[Feature.SIMILARITY],
         "contribution": 0.0,
         "note": "not measured",
     }

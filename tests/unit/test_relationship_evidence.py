@@ -301,8 +301,8 @@ def test_a_new_contradiction_is_material_even_beside_an_old_one() -> None:
     ("before", "after", "material"),
     [
         (0.20, STRONG_THRESHOLD, True),
-        (0.34, 0.55, True),
-        (0.20, 0.34, False),  # rose, but not across
+        (STRONG_THRESHOLD - 0.01, 0.55, True),
+        (0.10, STRONG_THRESHOLD - 0.01, False),  # rose, but not across
         (0.45, 0.90, False),  # was strong when rejected
         (0.60, 0.20, False),
     ],

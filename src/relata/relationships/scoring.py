@@ -7,7 +7,8 @@ millionths, so the contributions add up to the score exactly (as decimals, in an
 and the score stays in [0, 1] without clipping. The invariants of the spec follow from the
 weights, and ``ScoringModel`` refuses weights that would break them:
 
-- similarity alone cannot be strong: the similarity weight is below ``STRONG_THRESHOLD``;
+- similarity alone cannot be strong: the similarity weight, and the meaning and wording
+  similarities' weights together, are below ``STRONG_THRESHOLD``;
 - a model's opinion alone (even at confidence 1, even with chronology) cannot be stored:
   the model weight plus the chronology weight is below ``STORAGE_THRESHOLD``;
 - an observed contradiction decides the type before any opinion (``_infer_type``);
@@ -35,11 +36,11 @@ from relata.domain.errors import ValidationError
 from relata.domain.models import JSONDict
 from relata.domain.vocabulary import RelationshipType
 
-SCORE_VERSION: Final = "score-1"
+SCORE_VERSION: Final = "score-2"
 #: Below this score nothing is stored.
-STORAGE_THRESHOLD: Final = 0.12
+STORAGE_THRESHOLD: Final = 0.09
 #: At or above this score a relationship expands search results without review.
-STRONG_THRESHOLD: Final = 0.35
+STRONG_THRESHOLD: Final = 0.30
 #: Contributions are whole millionths: the grid that makes them add up exactly.
 MICROS: Final = 1_000_000
 #: A pair's features keep the rarest shared entities and the most confident claim pairs of
@@ -56,6 +57,7 @@ class Feature(enum.StrEnum):
     REFERENCES = "references"
     SHARED_ENTITIES = "shared_entities"
     SIMILARITY = "similarity"
+    LEXICAL = "lexical"
     CHRONOLOGY = "chronology"
     MODEL = "model"
 
@@ -184,7 +186,9 @@ class PairFeatures:
 
     Claim pairs are given by their confidences (each observed agreement or contradiction,
     from the ledger); a contradiction a person dismissed is not passed. ``similarity`` is
-    the cosine of the item-level vectors, None when there is no embedder.
+    the cosine of the item-level vectors, None when there is no embedder. ``lexical`` is
+    how close the other item's text comes to being the best full-text match of the item's
+    words (its score over the best hit's, in [0, 1]; None when not measured).
 
     Lists are normalised, never refused for length: an entity key given twice counts once
     at its rarest, and only the ``MAX_SHARED_ENTITIES`` rarest are kept (fewest items
@@ -201,6 +205,7 @@ class PairFeatures:
     similarity: float | None = None
     chronology: Chronology | None = None
     model: ModelOpinion | None = None
+    lexical: float | None = None
 
     def __post_init__(self) -> None:
         _count(self.workspace_items, "workspace_items", 1)
@@ -221,6 +226,8 @@ class PairFeatures:
         object.__setattr__(self, "references", tuple(Reference(k, by) for k, by in distinct))
         if self.similarity is not None:
             object.__setattr__(self, "similarity", _number(self.similarity, "similarity"))
+        if self.lexical is not None:
+            object.__setattr__(self, "lexical", _number(self.lexical, "lexical"))
         if self.chronology is not None and not isinstance(self.chronology, Chronology):
             raise ValidationError("chronology must be a Chronology", field="chronology")
         if self.model is not None and not isinstance(self.model, ModelOpinion):
@@ -237,6 +244,7 @@ class PairFeatures:
             "agreeing": list(self.agreeing),
             "references": [[r.kind.value, r.by.value] for r in self.references],
             "similarity": self.similarity,
+            "lexical": self.lexical,
             "chronology": None
             if self.chronology is None
             else [self.chronology.newer.value, self.chronology.days_apart],
@@ -262,6 +270,7 @@ class PairFeatures:
                     Reference(ReferenceKind(kind), Side(by)) for kind, by in data["references"]
                 ),
                 similarity=data.get("similarity"),
+                lexical=data.get("lexical"),
                 chronology=None
                 if chronology is None
                 else Chronology(Side(chronology[0]), chronology[1]),
@@ -318,7 +327,7 @@ class ScoringModel:
             raise ValueError("thresholds must satisfy 0 < storage < strong <= 1")
         if not (_on_grid(self.storage_threshold) and _on_grid(self.strong_threshold)):
             raise ValueError("thresholds must be whole millionths")
-        if micros[Feature.SIMILARITY] >= _micros(self.strong_threshold):
+        if micros[Feature.SIMILARITY] + micros[Feature.LEXICAL] >= _micros(self.strong_threshold):
             raise ValueError("similarity alone could reach the strong threshold")
         if micros[Feature.MODEL] + micros[Feature.CHRONOLOGY] >= _micros(self.storage_threshold):
             raise ValueError("a model's opinion (with chronology) could reach storage alone")
@@ -351,19 +360,20 @@ class ScoringModel:
 DEFAULT_MODEL: Final = ScoringModel(
     version=SCORE_VERSION,
     weights={
-        Feature.CONTRADICTING_CLAIMS: 0.22,
-        Feature.AGREEING_CLAIMS: 0.15,
-        Feature.REFERENCES: 0.18,
-        Feature.SHARED_ENTITIES: 0.22,
-        Feature.SIMILARITY: 0.15,
+        Feature.CONTRADICTING_CLAIMS: 0.21,
+        Feature.AGREEING_CLAIMS: 0.12,
+        Feature.REFERENCES: 0.14,
+        Feature.SHARED_ENTITIES: 0.16,
+        Feature.SIMILARITY: 0.18,
+        Feature.LEXICAL: 0.11,
         Feature.CHRONOLOGY: 0.03,
         Feature.MODEL: 0.05,
     },
     storage_threshold=STORAGE_THRESHOLD,
     strong_threshold=STRONG_THRESHOLD,
-    entity_scale=1.0,
-    similarity_floor=0.35,
-    similarity_full=0.85,
+    entity_scale=0.7,
+    similarity_floor=0.2,
+    similarity_full=0.8,
     reference_strengths={
         ReferenceKind.TITLE: 0.7,
         ReferenceKind.FILENAME: 0.9,
@@ -425,6 +435,13 @@ def _similarity(f: PairFeatures, m: ScoringModel) -> _Measured:
     return _Measured(cosine, _clip(ramp, 0.0, 1.0), f"cosine {cosine:.3f}")
 
 
+def _lexical(f: PairFeatures) -> _Measured:
+    if f.lexical is None:
+        return _Measured(0.0, 0.0, "not measured")
+    share = _clip(f.lexical, 0.0, 1.0)
+    return _Measured(share, share, f"full-text match {share:.3f} of the best")
+
+
 def _chronology(f: PairFeatures) -> _Measured:
     c = f.chronology
     if c is None or c.days_apart <= 0:
@@ -448,6 +465,7 @@ def _measure(f: PairFeatures, m: ScoringModel) -> dict[Feature, _Measured]:
         Feature.REFERENCES: _references(f, m),
         Feature.SHARED_ENTITIES: _entities(f, m),
         Feature.SIMILARITY: _similarity(f, m),
+        Feature.LEXICAL: _lexical(f),
         Feature.CHRONOLOGY: _chronology(f),
         Feature.MODEL: _model(f),
     }
@@ -527,8 +545,9 @@ def _infer_type(
        ``updates`` needs the items dated apart (chronology is necessary for it, never
        sufficient: no rule infers ``updates`` from dates);
     4. an explicit reference: ``references``;
-    5. shared subject (entities, or dates on a shared subject) or similar meaning, whichever
-       contributes more (shared subject on a tie): ``shares_subject`` or ``similar``.
+    5. shared subject (entities, or dates on a shared subject) or similar meaning and
+       wording, whichever contributes more (shared subject on a tie): ``shares_subject`` or
+       ``similar``.
     """
     if strengths[Feature.CONTRADICTING_CLAIMS] > 0:
         return RelationshipType.CONTRADICTS, TypeBasis.CONTRADICTION
@@ -543,9 +562,10 @@ def _infer_type(
         return RelationshipType.REFERENCES, TypeBasis.REFERENCE
     subject = contributions[Feature.SHARED_ENTITIES] + contributions[Feature.CHRONOLOGY]
     subject_seen = strengths[Feature.SHARED_ENTITIES] > 0 or strengths[Feature.CHRONOLOGY] > 0
-    if subject_seen and subject >= contributions[Feature.SIMILARITY]:
+    similar = contributions[Feature.SIMILARITY] + contributions[Feature.LEXICAL]
+    if subject_seen and subject >= similar:
         return RelationshipType.SHARES_SUBJECT, TypeBasis.SHARED_SUBJECT
-    if strengths[Feature.SIMILARITY] > 0:
+    if strengths[Feature.SIMILARITY] > 0 or strengths[Feature.LEXICAL] > 0:
         return RelationshipType.SIMILAR, TypeBasis.SIMILARITY
     return RelationshipType.SIMILAR, TypeBasis.NOTHING
 

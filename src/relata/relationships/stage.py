@@ -14,6 +14,8 @@ workspace**:
   (a full-text query for the title, checked word for word);
 - nearest neighbours by meaning: the item's chunk vectors averaged into an item vector,
   searched in the vector store (its closest chunks, best per item);
+- the best full-text matches of its title and opening words (BM25 or ts_rank), each as a
+  share of the best match's score;
 - the item's existing relationships, so that a pair whose evidence is gone is re-scored
   and dropped rather than left behind.
 
@@ -114,6 +116,10 @@ MAX_CLAIMS: Final = 500
 MAX_OWN_VECTORS: Final = 64
 NEIGHBOUR_CHUNKS: Final = 40
 NEIGHBOURS: Final = 10
+#: Full-text candidates: the item's title and this much of its text as the query (its terms
+#: ORed), and the hits kept.
+LEXICAL_QUERY_CHARS: Final = 1000
+LEXICAL_HITS: Final = 20
 #: References: a title is matched only with at least this many words besides a leading
 #: article (short titles such as "Minutes", or a title that is only a name such as "The
 #: Meridian Tidal Institute", match by accident or name the subject rather than the
@@ -140,6 +146,7 @@ class _Candidate:
     agreements: dict[tuple[str, str], tuple[float, Claim, Claim]] = field(default_factory=dict)
     references: dict[tuple[ReferenceKind, str], Span] = field(default_factory=dict)
     similarity: float | None = None
+    lexical: float | None = None
     existing: Relationship | None = None
 
 
@@ -279,6 +286,7 @@ class RelationshipStage:
 
         self._gather_claims(ws, me, found)
         self._gather_references(ws, item, text, found)
+        lexical = self._gather_lexical(ws, item, text, found)
         for rel in self._relationships.list_for_items(
             ws, [me], include_rejected=True, limit=MAX_EXISTING
         ):
@@ -314,6 +322,7 @@ class RelationshipStage:
                     for kind, naming_id in c.references
                 ),
                 similarity=c.similarity,
+                lexical=c.lexical if c.lexical is not None else (0.0 if lexical else None),
                 chronology=_chronology(item, other_items.get(other), first_is_me)
                 if shared
                 else None,
@@ -506,6 +515,21 @@ class RelationshipStage:
                 if at is not None:
                     span = Span.of(other.id, None, at[0], body[at[0] : at[1]])
                     found[other.id].references.setdefault((kind, other.id), span)
+
+    def _gather_lexical(self, ws: str, item: Item, text: str, found: dict[str, _Candidate]) -> bool:
+        """The best full-text matches of the item's title and opening words: each hit's
+        share of the best hit's score (1 for the best). Whether the search ran."""
+        query = f"{item.title}\n{text[:LEXICAL_QUERY_CHARS]}"
+        hits = [
+            h for h in self._text.search_items(ws, query, limit=LEXICAL_HITS + 1) if h.id != item.id
+        ][:LEXICAL_HITS]
+        if not hits:
+            return bool(query.strip())
+        best = hits[0].score
+        for hit in hits:
+            share = hit.score / best if best > 0 else 0.0
+            found[hit.id].lexical = min(1.0, max(0.0, share))
+        return True
 
     def _gather_neighbours(
         self, ws: str, me: str, found: dict[str, _Candidate]
