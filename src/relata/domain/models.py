@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from relata.domain.vocabulary import (
+    ActorKind,
     ClaimNature,
     ContradictionStatus,
     RelationshipType,
@@ -394,7 +395,31 @@ class ModelVersion:
 
 
 @dataclass(frozen=True, slots=True)
+class Actor:
+    """Who performs an audited action: the edges build one (the API from its principal, the
+    CLI as ``CLI_ACTOR``) and pass it to the service, which records it with the event.
+
+    Accounts add ``user_id`` (a signed-in user) and ``token_id`` (an API token, with its
+    owner in ``user_id``) without the services' signatures changing."""
+
+    kind: ActorKind
+    user_id: str | None = None
+    token_id: str | None = None
+
+
+#: Relata itself (start-up, benchmarks, code that names no one).
+SYSTEM_ACTOR = Actor(ActorKind.SYSTEM)
+#: The command line: an administrator on the local database.
+CLI_ACTOR = Actor(ActorKind.CLI)
+
+
+@dataclass(frozen=True, slots=True)
 class AuditEvent:
+    """One row of the append-only audit log. ``action`` is an ``AuditAction`` value,
+    ``target_kind`` an ``AuditTarget`` value, ``actor_kind`` an ``ActorKind`` value (read
+    back as strings: a row written by a later version still reads). ``details`` is small and
+    structured (counts, a decision word, a stage), never document content or titles."""
+
     id: str
     workspace_id: str
     action: str
@@ -404,3 +429,5 @@ class AuditEvent:
     target_id: str | None = None
     details: JSONDict = field(default_factory=dict)
     request_id: str | None = None
+    actor_kind: str = ActorKind.SYSTEM.value
+    actor_token_id: str | None = None

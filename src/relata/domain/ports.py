@@ -8,7 +8,7 @@ reported exactly like a missing one (``NotFound``).
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
@@ -16,6 +16,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from relata.domain.cancel import Cancel
 from relata.domain.models import (
+    Actor,
     AliasStatus,
     AuditEvent,
     Chunk,
@@ -29,10 +30,10 @@ from relata.domain.models import (
     ItemStatus,
     Job,
     JobStatus,
+    JSONDict,
     ModelVersion,
     ObservedMention,
     ProcessingRun,
-    JSONDict,
     ProposedAlias,
     ProposedRelationship,
     Relationship,
@@ -40,7 +41,13 @@ from relata.domain.models import (
     User,
     Workspace,
 )
-from relata.domain.vocabulary import ContradictionStatus, RelationshipType, Resolution
+from relata.domain.vocabulary import (
+    AuditAction,
+    AuditTarget,
+    ContradictionStatus,
+    RelationshipType,
+    Resolution,
+)
 
 
 class Clock(Protocol):
@@ -462,8 +469,58 @@ class ModelVersionRepository(Protocol):
 
 
 class AuditRepository(Protocol):
+    """The audit log's store: append and read, nothing else. The database refuses UPDATE,
+    DELETE (and TRUNCATE on PostgreSQL) on ``audit_events`` by triggers (migration 0007), so
+    no code path, raw SQL included, can change what was recorded."""
+
     def append(self, event: AuditEvent) -> None: ...
-    def list(self, workspace_id: str, *, limit: int) -> list[AuditEvent]: ...
+    def append_many(self, events: Sequence[AuditEvent]) -> None:
+        """All of ``events`` in one transaction (they must share a workspace)."""
+        ...
+
+    def list(
+        self,
+        workspace_id: str,
+        *,
+        action: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> builtins.list[AuditEvent]:
+        """The workspace's events, newest first (ties by id), ``since <= at < until``."""
+        ...
+
+
+class AuditRecorder(Protocol):
+    """Records that an action happened: injected into every service whose actions are
+    audited (``relata.audit.AuditService`` in production). Called after the action
+    succeeded; the request id is the current correlation id, the time the clock's.
+
+    ``details`` is small and structured (ids, counts, a decision word, a stage): never
+    document content, titles or names. A recorder refuses anything larger."""
+
+    def record(
+        self,
+        workspace_id: str,
+        action: AuditAction,
+        actor: Actor,
+        *,
+        target_kind: AuditTarget | None = None,
+        target_id: str | None = None,
+        details: Mapping[str, object] | None = None,
+    ) -> AuditEvent: ...
+
+    def record_each(
+        self,
+        workspace_id: str,
+        action: AuditAction,
+        actor: Actor,
+        target_kind: AuditTarget,
+        targets: Sequence[tuple[str, Mapping[str, object]]],
+    ) -> builtins.list[AuditEvent]:
+        """One event per ``(target_id, details)``, all written in one transaction."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)

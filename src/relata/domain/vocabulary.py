@@ -104,3 +104,59 @@ class Resolution(enum.StrEnum):
     BOTH_VALID = "both_valid"
     #: Dismissed: not proposed again while both claims are unchanged.
     NOT_A_CONTRADICTION = "not_a_contradiction"
+
+
+class AuditAction(enum.StrEnum):
+    """What an audit event records (``audit_events.action``): consequential actions only,
+    by a person or on one's behalf, never reads. Each is recorded by the service that does
+    the action, through the injected ``AuditRecorder`` port, once the action has happened."""
+
+    WORKSPACE_CREATED = "workspace.created"
+    ITEM_UPLOADED = "item.uploaded"
+    ITEM_DELETED = "item.deleted"
+    #: One event per item: a ``--failed`` request records one for each item it restarted.
+    ITEM_REPROCESSED = "item.reprocessed"
+    ALIAS_DECIDED = "alias.decided"
+    CONTRADICTION_RESOLVED = "contradiction.resolved"
+    RELATIONSHIP_REVIEWED = "relationship.reviewed"
+    REEMBED_STARTED = "reembed.started"
+    # Accounts, sessions, tokens, members and settings (the rest of issue 15): declared so
+    # that the vocabulary is one list and the API already accepts them as filters; nothing
+    # records them until those features exist.
+    SIGN_IN_SUCCEEDED = "auth.sign_in"
+    SIGN_IN_FAILED = "auth.sign_in_failed"
+    SIGNED_OUT = "auth.sign_out"
+    TOKEN_CREATED = "token.created"  # noqa: S105 - a word, not a secret
+    TOKEN_REVOKED = "token.revoked"  # noqa: S105 - a word, not a secret
+    MEMBER_ADDED = "member.added"
+    MEMBER_CHANGED = "member.changed"
+    MEMBER_REMOVED = "member.removed"
+    SETTINGS_CHANGED = "settings.changed"
+
+
+class ActorKind(enum.StrEnum):
+    """Who acted, as the audit log records it (``audit_events.actor_kind``)."""
+
+    #: The HTTP API's local principal, until accounts exist (``relata.api.deps``).
+    LOCAL = "local"
+    #: The command line, acting as an administrator on the local database.
+    CLI = "cli"
+    #: A signed-in user (``actor_user_id``).
+    USER = "user"
+    #: An API token (``actor_token_id``, and its owner in ``actor_user_id``).
+    TOKEN = "token"  # noqa: S105 - a word, not a secret
+    #: Relata itself: start-up, benchmarks, code that names no one.
+    SYSTEM = "system"
+
+
+class AuditTarget(enum.StrEnum):
+    """What an audit event is about (``audit_events.target_kind``); the target is named by
+    its id only, never by a title or any other content."""
+
+    WORKSPACE = "workspace"
+    ITEM = "item"
+    ALIAS = "alias"
+    CONTRADICTION = "contradiction"
+    RELATIONSHIP = "relationship"
+    USER = "user"
+    TOKEN = "token"  # noqa: S105 - a word, not a secret

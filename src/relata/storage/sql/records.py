@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -133,48 +134,78 @@ class SqlModelVersionRepository:
         return [_model_version(r) for r in rows]
 
 
+def _audit_values(event: AuditEvent) -> dict[str, Any]:
+    ws_filter(audit_events, event.workspace_id)
+    return {
+        "id": event.id,
+        "workspace_id": event.workspace_id,
+        "action": event.action,
+        "actor_kind": event.actor_kind,
+        "actor_user_id": event.actor_user_id,
+        "actor_token_id": event.actor_token_id,
+        "target_kind": event.target_kind,
+        "target_id": event.target_id,
+        "details": dict(event.details),
+        "request_id": event.request_id,
+        "at": event.at,
+    }
+
+
+def _audit_event(row: Any) -> AuditEvent:
+    return AuditEvent(
+        id=row.id,
+        workspace_id=row.workspace_id,
+        action=row.action,
+        at=row.at,
+        actor_kind=row.actor_kind,
+        actor_user_id=row.actor_user_id,
+        actor_token_id=row.actor_token_id,
+        target_kind=row.target_kind,
+        target_id=row.target_id,
+        details=dict(row.details or {}),
+        request_id=row.request_id,
+    )
+
+
 class SqlAuditRepository:
-    """Append-only: there is no update or delete method, by design."""
+    """Append-only: there is no update or delete method, and the database's triggers
+    (migration 0007) refuse UPDATE and DELETE from anywhere else too."""
 
     def __init__(self, db: Database) -> None:
         self._db = db
 
     def append(self, event: AuditEvent) -> None:
-        ws_filter(audit_events, event.workspace_id)
-        with self._db.write() as conn:
-            conn.execute(
-                audit_events.insert().values(
-                    id=event.id,
-                    workspace_id=event.workspace_id,
-                    action=event.action,
-                    actor_user_id=event.actor_user_id,
-                    target_kind=event.target_kind,
-                    target_id=event.target_id,
-                    details=dict(event.details),
-                    request_id=event.request_id,
-                    at=event.at,
-                )
-            )
+        self.append_many([event])
 
-    def list(self, workspace_id: str, *, limit: int) -> list[AuditEvent]:
+    def append_many(self, events: Sequence[AuditEvent]) -> None:
+        rows = [_audit_values(e) for e in events]
+        if not rows:
+            return
+        with self._db.write() as conn:
+            conn.execute(audit_events.insert(), rows)
+
+    def list(
+        self,
+        workspace_id: str,
+        *,
+        action: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> list[AuditEvent]:
+        query = sa.select(audit_events).where(ws_filter(audit_events, workspace_id))
+        if action is not None:
+            query = query.where(audit_events.c.action == action)
+        if since is not None:
+            query = query.where(audit_events.c.at >= since)
+        if until is not None:
+            query = query.where(audit_events.c.at < until)
+        query = (
+            query.order_by(audit_events.c.at.desc(), audit_events.c.id.desc())
+            .limit(max(1, min(limit, 1000)))
+            .offset(max(0, offset))
+        )
         with self._db.read() as conn:
-            rows = conn.execute(
-                sa.select(audit_events)
-                .where(ws_filter(audit_events, workspace_id))
-                .order_by(audit_events.c.at.desc())
-                .limit(max(1, min(limit, 1000)))
-            ).all()
-        return [
-            AuditEvent(
-                id=r.id,
-                workspace_id=r.workspace_id,
-                action=r.action,
-                at=r.at,
-                actor_user_id=r.actor_user_id,
-                target_kind=r.target_kind,
-                target_id=r.target_id,
-                details=dict(r.details or {}),
-                request_id=r.request_id,
-            )
-            for r in rows
-        ]
+            rows = conn.execute(query).all()
+        return [_audit_event(r) for r in rows]

@@ -518,13 +518,18 @@ model_versions = sa.Table(
     sa.UniqueConstraint("workspace_id", "kind", "name"),
 )
 
+# Append-only: triggers refuse UPDATE and DELETE (and TRUNCATE on PostgreSQL), migration
+# 0007. ``workspace_id`` is deliberately no foreign key: a cascade from a deleted workspace
+# would be a DELETE the triggers refuse, and the record should outlive what it is about.
 audit_events = sa.Table(
     "audit_events",
     metadata,
     _id(),
-    _ws(),
+    sa.Column("workspace_id", sa.String(36), nullable=False),
     sa.Column("action", sa.String(64), nullable=False),
+    sa.Column("actor_kind", sa.String(16), nullable=False, server_default="system"),
     sa.Column("actor_user_id", sa.String(36)),
+    sa.Column("actor_token_id", sa.String(36)),
     sa.Column("target_kind", sa.String(32)),
     sa.Column("target_id", sa.String(36)),
     sa.Column("details", sa.JSON, nullable=False),
