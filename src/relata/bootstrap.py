@@ -12,6 +12,7 @@ from typing import Any
 
 from relata.analysis.factory import build_analysis
 from relata.analysis.service import AnalysisService
+from relata.audit import AuditService
 from relata.claims.service import ClaimService
 from relata.claims.stage import ClaimStage
 from relata.concurrency import AiCallLimiter
@@ -159,6 +160,8 @@ class Container:
     claims: ClaimService
     # Relationships between items and their review.
     relationships: RelationshipService
+    # The append-only audit log: what the services above record, read by /api/v1/audit.
+    audit: AuditService
     extras: dict[str, Any] = field(default_factory=dict)
 
     def close(self) -> None:
@@ -229,6 +232,7 @@ def build(
         jobs=SqlJobRepository(db),
     )
     metrics = Metrics()
+    audit = AuditService(repos.audit, clock)
     registry = HandlerRegistry()
     classifier = FailureClassifier([is_transient])
     queue = JobQueue(
@@ -259,12 +263,14 @@ def build(
         available=available,
         **({"order": stage_order} if stage_order is not None else {}),
     )
-    ingest, items = _build_ingestion(settings, clock, repos, pipeline, vectors)
+    ingest, items = _build_ingestion(settings, clock, repos, pipeline, vectors, audit)
     reembed = _build_embedding(
-        settings, clock, repos, registry, queue, pipeline, embedder, vectors, metrics
+        settings, clock, repos, registry, queue, pipeline, embedder, vectors, metrics, audit
     )
     text_search = SqlTextSearch(db)
-    relationship_service = RelationshipService(repos.relationships, repos.items, repos.entities)
+    relationship_service = RelationshipService(
+        repos.relationships, repos.items, repos.entities, audit=audit
+    )
     _build_relationships(
         repos, pipeline, items, relationship_service, text_search, vectors, clock, analysis
     )
@@ -287,7 +293,9 @@ def build(
         metrics=metrics,
         repos=repos,
         health=Health(db),
-        workspaces=WorkspaceService(repos.workspaces, clock, settings.default_workspace),
+        workspaces=WorkspaceService(
+            repos.workspaces, clock, settings.default_workspace, audit=audit
+        ),
         queue=queue,
         registry=registry,
         classifier=classifier,
@@ -311,9 +319,10 @@ def build(
             model_versions=repos.model_versions,
             reembedder=reembed,
         ),
-        entities=EntityService(repos.entities, repos.items),
-        claims=ClaimService(repos.claims, repos.contradictions, repos.items),
+        entities=EntityService(repos.entities, repos.items, audit=audit),
+        claims=ClaimService(repos.claims, repos.contradictions, repos.items, audit=audit),
         relationships=relationship_service,
+        audit=audit,
     )
 
 
@@ -330,6 +339,7 @@ def _build_ingestion(
     repos: Repositories,
     pipeline: Pipeline,
     vectors: VectorStore,
+    audit: AuditService,
 ) -> tuple[IngestService, ItemCatalog]:
     """The ingest service, the item catalog and the parse and chunk stages."""
     originals = OriginalStore(settings.data_path)
@@ -341,9 +351,10 @@ def _build_ingestion(
         clock,
         max_upload_bytes=settings.max_upload_bytes,
         admission=Admission(settings.ingest_concurrency),
+        audit=audit,
         limits=limits,
     )
-    catalog = ItemCatalog(repos.items, repos.runs, originals, pipeline)
+    catalog = ItemCatalog(repos.items, repos.runs, originals, pipeline, audit=audit)
     chunk = ChunkStage(
         items=repos.items,
         chunking=ChunkSettings(settings.chunk_target_chars, settings.chunk_overlap_chars),
@@ -431,6 +442,7 @@ def _build_embedding(
     embedder: Embedder | None,
     vectors: VectorStore,
     metrics: Metrics,
+    audit: AuditService,
 ) -> Reembedder:
     """The embed stage (skipped by the runner without a provider) and the re-embed job."""
     writer = None
@@ -445,6 +457,7 @@ def _build_embedding(
         writer=writer,
         seen=seen,
         batch_size=settings.reembed_batch_size,
+        audit=audit,
         metrics=metrics,
     )
     register_reembed(registry, reembed)

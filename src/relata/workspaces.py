@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 
 from relata.domain.errors import DuplicateKey, NotFound, ValidationError
-from relata.domain.models import Workspace
-from relata.domain.ports import Clock, WorkspaceRepository
+from relata.domain.models import SYSTEM_ACTOR, Actor, Workspace
+from relata.domain.ports import AuditRecorder, Clock, WorkspaceRepository
+from relata.domain.vocabulary import AuditAction, AuditTarget
 from relata.ids import new_id
 
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
@@ -21,13 +22,24 @@ def validate_slug(slug: str) -> str:
 
 
 class WorkspaceService:
-    def __init__(self, repo: WorkspaceRepository, clock: Clock, default_slug: str) -> None:
+    def __init__(
+        self,
+        repo: WorkspaceRepository,
+        clock: Clock,
+        default_slug: str,
+        *,
+        audit: AuditRecorder,
+    ) -> None:
         self._repo = repo
         self._clock = clock
         self.default_slug = default_slug
+        self._audit = audit
 
-    def ensure(self, slug: str, name: str | None = None) -> tuple[Workspace, bool]:
-        """Get the workspace with this slug, creating it if missing. Returns (ws, created)."""
+    def ensure(
+        self, slug: str, name: str | None = None, *, actor: Actor = SYSTEM_ACTOR
+    ) -> tuple[Workspace, bool]:
+        """Get the workspace with this slug, creating it if missing. Returns (ws, created).
+        A creation is audited (``workspace.created``, in the new workspace), as ``actor``."""
         validate_slug(slug)
         try:
             return self._repo.get_by_slug(slug), False
@@ -35,9 +47,17 @@ class WorkspaceService:
             pass
         ws = Workspace(id=new_id(), slug=slug, name=name or slug, created_at=self._clock.now())
         try:
-            return self._repo.create(ws), True
+            created = self._repo.create(ws)
         except DuplicateKey:  # created concurrently: converge on the winner
             return self._repo.get_by_slug(slug), False
+        self._audit.record(
+            created.id,
+            AuditAction.WORKSPACE_CREATED,
+            actor,
+            target_kind=AuditTarget.WORKSPACE,
+            target_id=created.id,
+        )
+        return created, True
 
     def resolve(self, slug: str | None = None) -> Workspace:
         """The workspace with this slug (default: the configured one); NotFound names it."""

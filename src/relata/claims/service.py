@@ -13,9 +13,14 @@ from __future__ import annotations
 import builtins
 
 from relata.domain.errors import ValidationError
-from relata.domain.models import Claim, Contradiction
-from relata.domain.ports import ClaimRepository, ContradictionRepository, ItemRepository
-from relata.domain.vocabulary import ContradictionStatus, Resolution
+from relata.domain.models import SYSTEM_ACTOR, Actor, Claim, Contradiction
+from relata.domain.ports import (
+    AuditRecorder,
+    ClaimRepository,
+    ContradictionRepository,
+    ItemRepository,
+)
+from relata.domain.vocabulary import AuditAction, AuditTarget, ContradictionStatus, Resolution
 from relata.entities.normalise import normalise_name
 
 MAX_PAGE = 1000
@@ -29,10 +34,13 @@ class ClaimService:
         claims: ClaimRepository,
         contradictions: ContradictionRepository,
         items: ItemRepository,
+        *,
+        audit: AuditRecorder,
     ) -> None:
         self._claims = claims
         self._contradictions = contradictions
         self._items = items
+        self._audit = audit
 
     def for_item(self, workspace_id: str, item_id: str) -> builtins.list[Claim]:
         self._items.get(workspace_id, item_id)  # NotFound for a missing item, not []
@@ -77,12 +85,23 @@ class ClaimService:
         *,
         by: str,
         note: str | None = None,
+        actor: Actor = SYSTEM_ACTOR,
     ) -> Contradiction:
+        """Record a person's resolution; audited (``contradiction.resolved``) as ``actor``."""
         if note is not None and len(note) > MAX_NOTE:
             raise ValidationError(f"note must be at most {MAX_NOTE} characters", field="note")
-        return self._contradictions.resolve(
+        resolved = self._contradictions.resolve(
             workspace_id, contradiction_id, resolution, by=by, note=note.strip() if note else None
         )
+        self._audit.record(
+            workspace_id,
+            AuditAction.CONTRADICTION_RESOLVED,
+            actor,
+            target_kind=AuditTarget.CONTRADICTION,
+            target_id=resolved.id,
+            details={"resolution": Resolution(resolution).value},
+        )
+        return resolved
 
     def between(self, workspace_id: str, item_ids: list[str]) -> builtins.list[Contradiction]:
         """The contradictions recorded between these items (an answer's sources)."""

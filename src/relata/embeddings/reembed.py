@@ -36,9 +36,9 @@ import time
 from typing import Any
 
 from relata.domain.errors import Conflict, Permanent
-from relata.domain.models import Job
-from relata.domain.ports import ChunkRepository
-from relata.domain.vocabulary import StageKind
+from relata.domain.models import SYSTEM_ACTOR, Actor, Job
+from relata.domain.ports import AuditRecorder, ChunkRepository
+from relata.domain.vocabulary import AuditAction, AuditTarget, StageKind
 from relata.embeddings.stage import ModelSeen, VectorWriter
 from relata.jobs.queue import JobQueue
 from relata.jobs.registry import HandlerRegistry, JobContext
@@ -80,10 +80,12 @@ class Reembedder:
         writer: VectorWriter | None,
         seen: ModelSeen,
         batch_size: int,
+        audit: AuditRecorder,
         metrics: Metrics | None = None,
     ) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be positive")
+        self._audit = audit
         self._queue = queue
         self._chunks = chunks
         self._pipeline = pipeline
@@ -96,18 +98,34 @@ class Reembedder:
     def available(self) -> bool:
         return self._writer is not None
 
-    def start(self, workspace_id: str, *, all_chunks: bool = False) -> Job | None:
+    def start(
+        self, workspace_id: str, *, all_chunks: bool = False, actor: Actor = SYSTEM_ACTOR
+    ) -> Job | None:
         """Enqueue the re-embedding of the workspace (or return the one already pending);
         ``all_chunks`` rebuilds every vector, not only those of chunks not embedded with the
         current model. Items that failed at the embed stage are reprocessed from it. None
-        when there is nothing to re-embed."""
+        when there is nothing to re-embed. Every request is audited (``reembed.started``,
+        the workspace as target) as ``actor``, with whether a job was queued."""
         if self._writer is None:
             raise Conflict(NO_PROVIDER_MESSAGE, code="embedding_unavailable")
         model = self._writer.model_id
-        self._pipeline.reprocess_failed(workspace_id, stage=StageKind.EMBED)
-        if not all_chunks and not self._chunks.list_unembedded(workspace_id, model, limit=1):
-            return None
-        return self._enqueue(self._queue, workspace_id, model, 0, 0, all_chunks=all_chunks)
+        restarted = self._pipeline.reprocess_failed(workspace_id, stage=StageKind.EMBED)
+        job = None
+        if all_chunks or self._chunks.list_unembedded(workspace_id, model, limit=1):
+            job = self._enqueue(self._queue, workspace_id, model, 0, 0, all_chunks=all_chunks)
+        self._audit.record(
+            workspace_id,
+            AuditAction.REEMBED_STARTED,
+            actor,
+            target_kind=AuditTarget.WORKSPACE,
+            target_id=workspace_id,
+            details={
+                "all_chunks": all_chunks,
+                "job_id": job.id if job is not None else None,
+                "failed_items_restarted": len(restarted),
+            },
+        )
+        return job
 
     def latest(self, workspace_id: str) -> Job | None:
         """The workspace's newest re-embed job (the pending follow-up while one is under way)."""

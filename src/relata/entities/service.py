@@ -13,9 +13,17 @@ import builtins
 from dataclasses import dataclass
 
 from relata.domain.errors import ValidationError
-from relata.domain.models import AliasStatus, Entity, EntityAlias, EntityObservation, Item
-from relata.domain.ports import EntityRepository, ItemRepository
-from relata.domain.vocabulary import EntityType
+from relata.domain.models import (
+    SYSTEM_ACTOR,
+    Actor,
+    AliasStatus,
+    Entity,
+    EntityAlias,
+    EntityObservation,
+    Item,
+)
+from relata.domain.ports import AuditRecorder, EntityRepository, ItemRepository
+from relata.domain.vocabulary import AuditAction, AuditTarget, EntityType
 from relata.entities.normalise import normalise_name
 
 MAX_PAGE = 1000
@@ -55,9 +63,12 @@ def _page(limit: int, offset: int) -> None:
 
 
 class EntityService:
-    def __init__(self, entities: EntityRepository, items: ItemRepository) -> None:
+    def __init__(
+        self, entities: EntityRepository, items: ItemRepository, *, audit: AuditRecorder
+    ) -> None:
         self._entities = entities
         self._items = items
+        self._audit = audit
 
     def list(
         self,
@@ -123,13 +134,23 @@ class EntityService:
         *,
         by: str,
         note: str | None = None,
+        actor: Actor = SYSTEM_ACTOR,
     ) -> AliasView:
+        """Confirm or reject a candidate alias; audited (``alias.decided``) as ``actor``."""
         if status is AliasStatus.CANDIDATE:
             raise ValidationError("a decision is confirmed or rejected", field="status")
         if note is not None and len(note) > MAX_NOTE:
             raise ValidationError(f"note must be at most {MAX_NOTE} characters", field="note")
         decided = self._entities.decide_alias(
             workspace_id, alias_id, status, by=by, note=note.strip() if note else None
+        )
+        self._audit.record(
+            workspace_id,
+            AuditAction.ALIAS_DECIDED,
+            actor,
+            target_kind=AuditTarget.ALIAS,
+            target_id=decided.id,
+            details={"decision": AliasStatus(status).value},
         )
         return self._views(workspace_id, [decided])[0]
 

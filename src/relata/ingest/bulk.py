@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from relata.domain.errors import DuplicateItem, RelataError
-from relata.domain.models import ItemStatus
+from relata.domain.models import SYSTEM_ACTOR, Actor, ItemStatus
 from relata.domain.ports import ItemRepository
 from relata.ingest.service import MAX_BATCH, IngestRequest, IngestService
 from relata.jobs.queue import JobQueue
@@ -59,9 +59,11 @@ class BulkIngest:
         tally: Tally,
         *,
         batch_size: int = 64,
+        actor: Actor = SYSTEM_ACTOR,
     ) -> None:
         self._service = service
         self._workspace_id = workspace_id
+        self._actor = actor
         self.tally = tally
         self._batch_size = max(1, min(batch_size, MAX_BATCH))
         self._pending: list[tuple[str, IngestRequest]] = []
@@ -79,7 +81,9 @@ class BulkIngest:
         batch, self._pending = self._pending, []
         if not batch:
             return
-        results = self._service.ingest_many(self._workspace_id, [r for _, r in batch])
+        results = self._service.ingest_many(
+            self._workspace_id, [r for _, r in batch], actor=self._actor
+        )
         for (label, _), result in zip(batch, results, strict=True):
             self.tally.scanned += 1
             if isinstance(result, DuplicateItem):

@@ -20,8 +20,9 @@ from datetime import datetime
 from pathlib import Path
 
 from relata.domain.errors import NotFound, ValidationError
-from relata.domain.models import Item, ItemStatus, ProcessingRun, SourceType
-from relata.domain.ports import ItemRepository, ProcessingRunRepository
+from relata.domain.models import SYSTEM_ACTOR, Actor, Item, ItemStatus, ProcessingRun, SourceType
+from relata.domain.ports import AuditRecorder, ItemRepository, ProcessingRunRepository
+from relata.domain.vocabulary import AuditAction, AuditTarget
 from relata.ingest.originals import EXTENSIONS, OriginalStore
 from relata.ingest.validation import MEDIA_TYPES
 from relata.pipeline import Pipeline, Reprocessing
@@ -55,11 +56,14 @@ class ItemCatalog:
         runs: ProcessingRunRepository,
         originals: OriginalStore,
         pipeline: Pipeline,
+        *,
+        audit: AuditRecorder,
     ) -> None:
         self._items = items
         self._runs = runs
         self._originals = originals
         self._pipeline = pipeline
+        self._audit = audit
         self._on_delete: list[ItemHook] = []
         self._lock = threading.Lock()
 
@@ -113,7 +117,8 @@ class ItemCatalog:
             size_bytes=item.size_bytes,
         )
 
-    def delete(self, workspace_id: str, item_id: str) -> None:
+    def delete(self, workspace_id: str, item_id: str, *, actor: Actor = SYSTEM_ACTOR) -> None:
+        """Delete the item (see the module docstring), audited as ``actor``."""
         item = self._items.mark_deleted(workspace_id, item_id)
         with self._lock:
             hooks = list(self._on_delete)
@@ -128,20 +133,67 @@ class ItemCatalog:
         self._originals.delete(item.original_path)
         self._items.delete(workspace_id, item_id)
         log.info("item deleted", extra={"fields": {"item_id": item_id}})
+        self._audit.record(
+            workspace_id,
+            AuditAction.ITEM_DELETED,
+            actor,
+            target_kind=AuditTarget.ITEM,
+            target_id=item_id,
+            details={"source_type": item.source_type.value},
+        )
 
     def reprocess(
-        self, workspace_id: str, item_id: str, *, from_stage: str | None = None
+        self,
+        workspace_id: str,
+        item_id: str,
+        *,
+        from_stage: str | None = None,
+        actor: Actor = SYSTEM_ACTOR,
     ) -> Reprocessing:
         """A new pass of the pipeline over the item from ``from_stage`` (default: the stage
         it failed at, else the first). Asking again before the new pass has begun returns
-        the same pending job."""
-        return self._pipeline.reprocess(workspace_id, item_id, from_stage=from_stage)
+        the same pending job. Audited (``item.reprocessed``) as ``actor``, every time."""
+        done = self._pipeline.reprocess(workspace_id, item_id, from_stage=from_stage)
+        self._record_reprocessed(workspace_id, actor, [done], scope="item")
+        return done
 
     def reprocess_failed(
-        self, workspace_id: str, *, stage: str | None = None, from_stage: str | None = None
+        self,
+        workspace_id: str,
+        *,
+        stage: str | None = None,
+        from_stage: str | None = None,
+        actor: Actor = SYSTEM_ACTOR,
     ) -> builtins.list[Reprocessing]:
-        """Reprocess the workspace's failed items (those that failed at ``stage``)."""
-        return self._pipeline.reprocess_failed(workspace_id, stage=stage, from_stage=from_stage)
+        """Reprocess the workspace's failed items (those that failed at ``stage``); one
+        ``item.reprocessed`` event per item restarted, as ``actor``."""
+        done = self._pipeline.reprocess_failed(workspace_id, stage=stage, from_stage=from_stage)
+        self._record_reprocessed(workspace_id, actor, done, scope="failed")
+        return done
+
+    def _record_reprocessed(
+        self, workspace_id: str, actor: Actor, done: builtins.list[Reprocessing], *, scope: str
+    ) -> None:
+        if not done:
+            return
+        self._audit.record_each(
+            workspace_id,
+            AuditAction.ITEM_REPROCESSED,
+            actor,
+            AuditTarget.ITEM,
+            [
+                (
+                    r.item.id,
+                    {
+                        "from_stage": r.from_stage,
+                        "generation": r.generation,
+                        "job_id": r.job.id,
+                        "scope": scope,
+                    },
+                )
+                for r in done
+            ],
+        )
 
 
 def _download_name(item: Item) -> str:

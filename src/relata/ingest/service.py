@@ -26,8 +26,9 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from relata.domain.errors import DuplicateItem, RelataError, TooLarge, ValidationError
-from relata.domain.models import Item, ItemStatus, SourceType
-from relata.domain.ports import Clock, ItemRepository
+from relata.domain.models import SYSTEM_ACTOR, Actor, Item, ItemStatus, SourceType
+from relata.domain.ports import AuditRecorder, Clock, ItemRepository
+from relata.domain.vocabulary import AuditAction, AuditTarget
 from relata.ids import content_hash, new_id
 from relata.ingest.admission import Admission
 from relata.ingest.originals import OriginalStore
@@ -89,9 +90,11 @@ class IngestService:
         *,
         max_upload_bytes: int,
         admission: Admission,
+        audit: AuditRecorder,
         limits: ParseLimits | None = None,
     ) -> None:
         self._items = items
+        self._audit = audit
         self._originals = originals
         self._pipeline = pipeline
         self._clock = clock
@@ -106,21 +109,28 @@ class IngestService:
         with self.admission.slot():
             yield IngestSlot(self)
 
-    def ingest(self, workspace_id: str, request: IngestRequest) -> Item:
+    def ingest(
+        self, workspace_id: str, request: IngestRequest, *, actor: Actor = SYSTEM_ACTOR
+    ) -> Item:
         with self.admit() as slot:
-            return slot.ingest(workspace_id, request)
+            return slot.ingest(workspace_id, request, actor=actor)
 
     def ingest_many(
-        self, workspace_id: str, requests: Sequence[IngestRequest]
+        self,
+        workspace_id: str,
+        requests: Sequence[IngestRequest],
+        *,
+        actor: Actor = SYSTEM_ACTOR,
     ) -> list[Item | RelataError]:
         """Ingest a batch (bulk imports) under one admission slot: per request its item, or
-        the error that request alone met (validation, type, size, duplicate)."""
+        the error that request alone met (validation, type, size, duplicate). Each new item
+        is audited (``item.uploaded``) as ``actor``; duplicates and refusals are not."""
         with self.admit() as slot:
-            return slot.ingest_many(workspace_id, requests)
+            return slot.ingest_many(workspace_id, requests, actor=actor)
 
     # ------------------------------------------------------------ the steps
     def _run(
-        self, workspace_id: str, requests: Sequence[IngestRequest]
+        self, workspace_id: str, requests: Sequence[IngestRequest], actor: Actor
     ) -> list[Item | RelataError]:
         if len(requests) > MAX_BATCH:
             raise ValueError(f"at most {MAX_BATCH} requests per batch")
@@ -135,7 +145,11 @@ class IngestService:
         accepted = self._drop_duplicates(workspace_id, accepted, results)
         self._store_originals(accepted)
         created = self._create_rows(accepted, results)
-        self._start_pipeline(created, results)
+        try:
+            self._start_pipeline(created, results)
+        finally:  # the items started stay, even when a later one could not be
+            started = [a.item for a in created if results[a.index] is a.item]
+            self._record_uploads(workspace_id, actor, started)
         out: list[Item | RelataError] = []
         for r in results:
             if r is None:  # pragma: no cover - every request ends with an item or an error
@@ -292,6 +306,23 @@ class IngestService:
                 },
             )
 
+    def _record_uploads(self, workspace_id: str, actor: Actor, items: list[Item]) -> None:
+        if not items:
+            return
+        self._audit.record_each(
+            workspace_id,
+            AuditAction.ITEM_UPLOADED,
+            actor,
+            AuditTarget.ITEM,
+            [
+                (
+                    item.id,
+                    {"source_type": item.source_type.value, "size_bytes": item.size_bytes},
+                )
+                for item in items
+            ],
+        )
+
     def _remove_rows(self, accepted: list[_Accepted]) -> None:
         for a in accepted:
             with contextlib.suppress(Exception):
@@ -308,16 +339,22 @@ class IngestSlot:
     def __init__(self, service: IngestService) -> None:
         self._service = service
 
-    def ingest(self, workspace_id: str, request: IngestRequest) -> Item:
-        result = self._service._run(workspace_id, [request])[0]
+    def ingest(
+        self, workspace_id: str, request: IngestRequest, *, actor: Actor = SYSTEM_ACTOR
+    ) -> Item:
+        result = self._service._run(workspace_id, [request], actor)[0]
         if isinstance(result, RelataError):
             raise result
         return result
 
     def ingest_many(
-        self, workspace_id: str, requests: Sequence[IngestRequest]
+        self,
+        workspace_id: str,
+        requests: Sequence[IngestRequest],
+        *,
+        actor: Actor = SYSTEM_ACTOR,
     ) -> list[Item | RelataError]:
-        return self._service._run(workspace_id, requests)
+        return self._service._run(workspace_id, requests, actor)
 
 
 def _duplicate(existing_id: str | None) -> DuplicateItem:

@@ -16,9 +16,14 @@ import dataclasses
 from dataclasses import dataclass
 
 from relata.domain.errors import ValidationError
-from relata.domain.models import Item, Relationship, ReviewStatus
-from relata.domain.ports import EntityRepository, ItemRepository, RelationshipRepository
-from relata.domain.vocabulary import RelationshipType
+from relata.domain.models import SYSTEM_ACTOR, Actor, Item, Relationship, ReviewStatus
+from relata.domain.ports import (
+    AuditRecorder,
+    EntityRepository,
+    ItemRepository,
+    RelationshipRepository,
+)
+from relata.domain.vocabulary import AuditAction, AuditTarget, RelationshipType
 from relata.relationships.evidence import EvidenceSnapshot, evidence_from_json
 from relata.relationships.explain import describe
 from relata.relationships.scoring import (
@@ -75,11 +80,13 @@ class RelationshipService:
         items: ItemRepository,
         entities: EntityRepository | None = None,
         *,
+        audit: AuditRecorder,
         model: ScoringModel = DEFAULT_MODEL,
     ) -> None:
         self._relationships = relationships
         self._items = items
         self._entities = entities
+        self._audit = audit
         self._model = model
 
     def forget_item(self, workspace_id: str, item_id: str) -> None:
@@ -187,8 +194,10 @@ class RelationshipService:
         by: str,
         relationship_type: RelationshipType | str | None = None,
         note: str | None = None,
+        actor: Actor = SYSTEM_ACTOR,
     ) -> Relationship:
-        """Record a person's decision on one relationship (see the module docstring)."""
+        """Record a person's decision on one relationship (see the module docstring);
+        audited (``relationship.reviewed``) as ``actor``."""
         status = _status(decision)
         rel_type: RelationshipType | None = None
         if relationship_type is not None:
@@ -211,7 +220,7 @@ class RelationshipService:
         if note is not None and len(note) > MAX_NOTE:
             raise ValidationError(f"note must be at most {MAX_NOTE} characters", field="note")
         current = self._relationships.get(workspace_id, relationship_id)
-        return self._relationships.review(
+        reviewed = self._relationships.review(
             workspace_id,
             relationship_id,
             status,
@@ -220,6 +229,18 @@ class RelationshipService:
             note=note.strip() or None if note else None,
             decision=snapshot_of(current).as_json(),
         )
+        self._audit.record(
+            workspace_id,
+            AuditAction.RELATIONSHIP_REVIEWED,
+            actor,
+            target_kind=AuditTarget.RELATIONSHIP,
+            target_id=reviewed.id,
+            details={
+                "decision": status.value,
+                "relationship_type": rel_type.value if rel_type is not None else None,
+            },
+        )
+        return reviewed
 
     def _titles(self, workspace_id: str, item_ids: builtins.list[str]) -> dict[str, str]:
         wanted = sorted(set(item_ids))
