@@ -36,6 +36,7 @@ READING = {
     "resolve": ["resolve", SOME_ID, "--as", "both_valid"],
     "related": ["related", SOME_ID],
     "review": ["review"],
+    "audit": ["audit"],
 }
 # Commands that write: they create and migrate the database, and say so.
 WRITING = {

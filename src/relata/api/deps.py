@@ -12,6 +12,9 @@ from typing import TYPE_CHECKING, Annotated
 
 from fastapi import Depends, Request
 
+from relata.domain.models import Actor
+from relata.domain.vocabulary import ActorKind
+
 if TYPE_CHECKING:
     from relata.bootstrap import Container
 
@@ -22,6 +25,11 @@ class Principal:
     workspace_slug: str
     user_id: str | None
     kind: str  # "local" until authentication exists
+
+    @property
+    def actor(self) -> Actor:
+        """Who the audit log records for this request's actions (``relata.audit``)."""
+        return Actor(ActorKind(self.kind), user_id=self.user_id)
 
 
 def container(request: Request) -> Container:

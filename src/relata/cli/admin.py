@@ -20,6 +20,7 @@ from relata.cli.common import (
     where,
 )
 from relata.config.settings import SETTINGS, Settings, markdown_table
+from relata.domain.models import CLI_ACTOR
 
 
 def register(sub: Any) -> None:
@@ -100,7 +101,7 @@ def _createadmin(args: argparse.Namespace) -> int:
         raise CliError("username must be 1-64 characters")
     password = validate_password(_read_password(args.password_stdin))
     with open_container(log=False, schema="migrate") as c:
-        ws, _ = c.workspaces.ensure(c.settings.default_workspace)
+        ws, _ = c.workspaces.ensure(c.settings.default_workspace, actor=CLI_ACTOR)
         user = User(
             id=new_id(),
             username=username,
@@ -124,12 +125,14 @@ def _seed(args: argparse.Namespace) -> int:
 
     with open_container(log=False, schema="migrate") as c:
         configure_logging("error", c.settings.log_format)
-        ws, created = c.workspaces.ensure(c.settings.default_workspace, "Default workspace")
+        ws, created = c.workspaces.ensure(
+            c.settings.default_workspace, "Default workspace", actor=CLI_ACTOR
+        )
         print(f"workspace {ws.slug!r} " + ("created" if created else "already exists"))
         if args.no_demo:
             return 0
         tally = Tally()
-        bulk = BulkIngest(c.ingest, ws.id, tally)
+        bulk = BulkIngest(c.ingest, ws.id, tally, actor=CLI_ACTOR)
         for doc in demo_documents():
             request = IngestRequest(data=doc.data, filename=doc.filename, created_at=doc.created_at)
             bulk.add(doc.filename, request)

@@ -15,6 +15,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from relata.cli.common import CliError, add_workspace_option, existing_workspace, open_container
+from relata.domain.models import CLI_ACTOR
 from relata.domain.vocabulary import ContradictionStatus, Resolution
 
 if TYPE_CHECKING:
@@ -163,6 +164,7 @@ def _resolve(args: argparse.Namespace) -> int:
                 Resolution(args.resolution),
                 by=_LOCAL_ACTOR,
                 note=args.note,
+                actor=CLI_ACTOR,
             )
         except NotFound:
             raise CliError(

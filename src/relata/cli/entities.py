@@ -16,6 +16,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from relata.cli.common import CliError, add_workspace_option, existing_workspace, open_container
+from relata.domain.models import CLI_ACTOR
 from relata.domain.vocabulary import EntityType
 
 if TYPE_CHECKING:
@@ -168,7 +169,9 @@ def _aliases(args: argparse.Namespace) -> int:
                 raise CliError(f"no alias {target!r}: the workspace has no entities yet")
             status = AliasStatus.CONFIRMED if args.confirm else AliasStatus.REJECTED
             try:
-                decided = c.entities.decide(ws.id, target, status, by=_LOCAL_ACTOR, note=args.note)
+                decided = c.entities.decide(
+                    ws.id, target, status, by=_LOCAL_ACTOR, note=args.note, actor=CLI_ACTOR
+                )
             except NotFound:
                 raise CliError(f"no alias {target!r} (`relata aliases` lists them)") from None
             print(f"{status.value}: " + _alias_line(decided))

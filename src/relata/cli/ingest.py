@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from relata.cli.common import CliError, add_workspace_option, open_container
-from relata.domain.models import ItemStatus
+from relata.domain.models import CLI_ACTOR, ItemStatus
 
 if TYPE_CHECKING:
     from relata.bootstrap import Container
@@ -161,7 +161,7 @@ def resolve_workspace(c: Container, slug: str | None) -> Workspace:
     """The named workspace (it must exist), or the default one (created when missing)."""
     if slug and slug != c.settings.default_workspace:
         return c.workspaces.resolve(slug)
-    ws, _ = c.workspaces.ensure(c.settings.default_workspace, "Default workspace")
+    ws, _ = c.workspaces.ensure(c.settings.default_workspace, "Default workspace", actor=CLI_ACTOR)
     return ws
 
 
@@ -283,7 +283,7 @@ def _ingest_paths(c: Container, ws: Workspace, args: argparse.Namespace, tally: 
     progress = Progress(sys.stderr, total=len(entries))
     limit = c.settings.max_upload_bytes
     # Small batches: files may be large, and a batch's files are held in memory.
-    bulk = BulkIngest(c.ingest, ws.id, tally, batch_size=8)
+    bulk = BulkIngest(c.ingest, ws.id, tally, batch_size=8, actor=CLI_ACTOR)
     for label, path, display in entries:
         progress.ingesting(tally, current=display)
         request = (
@@ -302,7 +302,7 @@ def _ingest_jsonl(c: Container, ws: Workspace, args: argparse.Namespace, tally: 
     progress = Progress(sys.stderr)
     fields = JsonlFields(args.id_field, args.title_field, args.text_field)
     path = Path(args.jsonl)
-    bulk = BulkIngest(c.ingest, ws.id, tally)
+    bulk = BulkIngest(c.ingest, ws.id, tally, actor=CLI_ACTOR)
     with path.open("rb") as stream:
         for lineno, request in jsonl_requests(
             stream, fields, c.settings.max_upload_bytes, allow_duplicate=args.allow_duplicate

@@ -15,7 +15,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from relata.cli.common import CliError, add_workspace_option, existing_workspace, open_container
-from relata.domain.models import ItemStatus, SourceType
+from relata.domain.models import CLI_ACTOR, ItemStatus, SourceType
 
 if TYPE_CHECKING:
     from relata.bootstrap import Container
@@ -205,6 +205,6 @@ def _delete(args: argparse.Namespace) -> int:
             if answer.strip().lower() not in {"y", "yes"}:
                 print("not deleted")
                 return 1
-        c.items.delete(ws.id, item.id)
+        c.items.delete(ws.id, item.id, actor=CLI_ACTOR)
     print(f"deleted {item.id} ({_name(item)})")
     return 0

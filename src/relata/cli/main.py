@@ -21,6 +21,7 @@ from types import ModuleType
 
 from relata.cli import (
     admin,
+    audit,
     claims,
     entities,
     ingest,
@@ -63,6 +64,7 @@ _COMMANDS: tuple[ModuleType | Deferred, ...] = (
     claims,
     relationships,
     reembed,
+    audit,
     _BENCH,
     admin,
 )

@@ -16,6 +16,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from relata.cli.common import CliError, add_workspace_option, open_container, plural
+from relata.domain.models import CLI_ACTOR
 
 if TYPE_CHECKING:
     from relata.bootstrap import Container
@@ -69,7 +70,7 @@ def _reembed(args: argparse.Namespace) -> int:
     with open_container(log=False) as c:
         configure_logging("error", c.settings.log_format)
         ws = c.workspaces.resolve(args.workspace)
-        job = c.reembed.start(ws.id, all_chunks=args.all_chunks)
+        job = c.reembed.start(ws.id, all_chunks=args.all_chunks, actor=CLI_ACTOR)
         if job is None:
             print(f"nothing to re-embed: {_line(c, ws.id)}")
             return 0

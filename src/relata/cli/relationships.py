@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from relata.cli.common import CliError, add_workspace_option, existing_workspace, open_container
+from relata.domain.models import CLI_ACTOR
 from relata.domain.vocabulary import RelationshipType
 
 if TYPE_CHECKING:
@@ -188,6 +189,7 @@ def _decide(args: argparse.Namespace, target: str) -> int:
                 by=_LOCAL_ACTOR,
                 relationship_type=args.type,
                 note=args.note,
+                actor=CLI_ACTOR,
             )
         except NotFound:
             raise CliError(
@@ -300,7 +302,7 @@ def _one(c: Container, ws: str, rel: Relationship) -> str | None:
             return "skipped"
         if answer in {"c", "confirm", "r", "reject"}:
             decision = "confirm" if answer.startswith("c") else "reject"
-            done = c.relationships.review(ws, rel.id, decision, by=_LOCAL_ACTOR)
+            done = c.relationships.review(ws, rel.id, decision, by=_LOCAL_ACTOR, actor=CLI_ACTOR)
             print(f"  {done.review_status.value}")
             return done.review_status.value
         if answer in {"e", "edit"}:
@@ -315,6 +317,7 @@ def _one(c: Container, ws: str, rel: Relationship) -> str | None:
                 by=_LOCAL_ACTOR,
                 relationship_type=new_type,
                 note=typed or None,
+                actor=CLI_ACTOR,
             )
             print(f"  edited: now {done.relationship_type.value}")
             return "edited"

@@ -13,6 +13,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from relata.cli.common import CliError, add_workspace_option, existing_workspace, open_container
+from relata.domain.models import CLI_ACTOR
 from relata.domain.vocabulary import StageKind
 
 if TYPE_CHECKING:
@@ -78,7 +79,7 @@ def _start(c: Container, workspace_id: str, args: argparse.Namespace) -> list[Re
     from relata.domain.errors import NotFound
 
     if args.failed:
-        return c.items.reprocess_failed(workspace_id, from_stage=args.from_stage)
+        return c.items.reprocess_failed(workspace_id, from_stage=args.from_stage, actor=CLI_ACTOR)
     ids: list[str] = list(args.item_ids)
     if args.all_items:
         ids = []
@@ -90,7 +91,11 @@ def _start(c: Container, workspace_id: str, args: argparse.Namespace) -> list[Re
     started = []
     for item_id in ids:
         try:
-            started.append(c.items.reprocess(workspace_id, item_id, from_stage=args.from_stage))
+            started.append(
+                c.items.reprocess(
+                    workspace_id, item_id, from_stage=args.from_stage, actor=CLI_ACTOR
+                )
+            )
         except NotFound:
             raise CliError(f"no item {item_id!r} (`relata items` lists them)") from None
     return started

@@ -11,6 +11,7 @@ from fastapi import APIRouter
 from relata.api.openapi import errors
 from relata.api.v1 import (
     answers,
+    audit,
     claims,
     entities,
     items,
@@ -23,5 +24,5 @@ from relata.api.v1 import (
 
 router = APIRouter(prefix="/api/v1")
 router.include_router(system.router)
-for group in (jobs, items, search, answers, entities, claims, relationships, model_status):
+for group in (jobs, items, search, answers, entities, claims, relationships, model_status, audit):
     router.include_router(group.router, responses=errors(503))

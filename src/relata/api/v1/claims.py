@@ -82,6 +82,11 @@ def resolve_contradiction(
     """Resolve: first_correct, second_correct, both_valid (a different time or context) or
     not_a_contradiction (not proposed again while both claims are unchanged)."""
     resolved = c.claims.resolve(
-        p.workspace_id, contradiction_id, body.resolution, by=p.user_id or p.kind, note=body.note
+        p.workspace_id,
+        contradiction_id,
+        body.resolution,
+        by=p.user_id or p.kind,
+        note=body.note,
+        actor=p.actor,
     )
     return contradiction_out(resolved)

@@ -92,6 +92,11 @@ def decide_alias(
     """Confirm (the two entities are one subject; both records stay) or reject (never
     proposed again) a candidate alias, with an optional note."""
     decided = c.entities.decide(
-        p.workspace_id, alias_id, body.status, by=p.user_id or p.kind, note=body.note
+        p.workspace_id,
+        alias_id,
+        body.status,
+        by=p.user_id or p.kind,
+        note=body.note,
+        actor=p.actor,
     )
     return alias_out(decided)

@@ -197,7 +197,7 @@ async def create_item(request: Request, p: PrincipalDep, c: ContainerDep) -> Ite
             ingest = await _from_multipart(bounded, service.max_upload_bytes)
         else:
             ingest = await _from_json(bounded)
-        item = await run_in_threadpool(slot.ingest, p.workspace_id, ingest)
+        item = await run_in_threadpool(slot.ingest, p.workspace_id, ingest, actor=p.actor)
     return item_out(item)
 
 
@@ -297,7 +297,7 @@ def get_original(item_id: str, p: PrincipalDep, c: ContainerDep) -> FileResponse
     summary="Delete an item and everything derived from it",
 )
 def delete_item(item_id: str, p: PrincipalDep, c: ContainerDep) -> Response:
-    c.items.delete(p.workspace_id, item_id)
+    c.items.delete(p.workspace_id, item_id, actor=p.actor)
     return Response(status_code=204)
 
 
@@ -319,7 +319,10 @@ def reprocess_item(
     ),
 ) -> ReprocessOut:
     result = c.items.reprocess(
-        p.workspace_id, item_id, from_stage=from_stage.value if from_stage else None
+        p.workspace_id,
+        item_id,
+        from_stage=from_stage.value if from_stage else None,
+        actor=p.actor,
     )
     return ReprocessOut(
         item=item_out(result.item),

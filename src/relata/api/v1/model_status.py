@@ -171,5 +171,5 @@ def reembed_workspace(
     ),
 ) -> JobOut | Response:
     """Queue the re-embedding of every chunk not embedded with the current model."""
-    job = c.reembed.start(p.workspace_id, all_chunks=all_chunks)
+    job = c.reembed.start(p.workspace_id, all_chunks=all_chunks, actor=p.actor)
     return Response(status_code=204) if job is None else JobOut.of(job)

@@ -87,5 +87,6 @@ def review_relationship(
         by=p.user_id or p.kind,
         relationship_type=body.relationship_type,
         note=body.note,
+        actor=p.actor,
     )
     return relationship_out(rel, c.relationships.titles(p.workspace_id, [rel]))
