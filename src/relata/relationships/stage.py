@@ -116,9 +116,10 @@ MAX_CLAIMS: Final = 500
 MAX_OWN_VECTORS: Final = 64
 NEIGHBOUR_CHUNKS: Final = 40
 NEIGHBOURS: Final = 10
-#: Full-text candidates: the item's title and this much of its text as the query (its terms
-#: ORed), and the hits kept.
-LEXICAL_QUERY_CHARS: Final = 1000
+#: Full-text candidates: the first distinct words (four letters or more) of the item's title
+#: and text as the query (its terms ORed), and the hits kept. Every query term costs a walk
+#: of its postings, so the query is bounded, not the item's whole text.
+LEXICAL_TERMS: Final = 32
 LEXICAL_HITS: Final = 20
 #: References: a title is matched only with at least this many words besides a leading
 #: article (short titles such as "Minutes", or a title that is only a name such as "The
@@ -519,7 +520,7 @@ class RelationshipStage:
     def _gather_lexical(self, ws: str, item: Item, text: str, found: dict[str, _Candidate]) -> bool:
         """The best full-text matches of the item's title and opening words: each hit's
         share of the best hit's score (1 for the best). Whether the search ran."""
-        query = f"{item.title}\n{text[:LEXICAL_QUERY_CHARS]}"
+        query = " ".join(_opening_words(f"{item.title}\n{text[:20_000]}", LEXICAL_TERMS))
         hits = [
             h for h in self._text.search_items(ws, query, limit=LEXICAL_HITS + 1) if h.id != item.id
         ][:LEXICAL_HITS]
@@ -613,6 +614,19 @@ class RelationshipStage:
                 Span.of(me, ours.chunk_id, ours.start, ours.quotation),
                 Span.of(other, other_obs.chunk_id, other_obs.start, other_obs.quotation),
             )
+
+
+_WORD: Final = re.compile(r"[^\W\d_]{4,}")
+
+
+def _opening_words(text: str, n: int) -> list[str]:
+    """The first ``n`` distinct words of four letters or more (case aside)."""
+    seen: dict[str, None] = {}
+    for m in _WORD.finditer(text):
+        seen.setdefault(m.group(0).lower(), None)
+        if len(seen) >= n:
+            break
+    return list(seen)
 
 
 def _side_span(side: ClaimSide) -> Span:
