@@ -22,6 +22,7 @@ from relata.relationships.assisted import (
 )
 from relata.relationships.scoring import (
     DEFAULT_MODEL,
+    Feature,
     ModelOpinion,
     PairFeatures,
     PairScore,
@@ -56,8 +57,14 @@ def _reply(kind: str, confidence: float = 0.9) -> str:
     )
 
 
-def _scored(similarity: float | None = None, agreeing: tuple[float, ...] = ()) -> PairScore:
-    return score_pair(PairFeatures(similarity=similarity, agreeing=agreeing), DEFAULT_MODEL)
+def _at(score: float) -> PairScore:
+    """A pair scored ``score`` (to the millionth) by its similarity alone."""
+    m = DEFAULT_MODEL
+    strength = score / m.weights[Feature.SIMILARITY]
+    cosine = m.similarity_floor + strength * (m.similarity_full - m.similarity_floor)
+    scored = score_pair(PairFeatures(similarity=cosine), m)
+    assert abs(scored.score - score) < 1e-5
+    return scored
 
 
 def _request(other: str) -> ModelRequest:
@@ -68,13 +75,15 @@ def _request(other: str) -> ModelRequest:
 
 def test_the_pairs_an_opinion_could_matter_for_are_chosen_best_first() -> None:
     model_pass = RelationshipModelPass(_service(Scripted()), Cancel.never())
-    storable = _scored(agreeing=(0.9,))  # 0.135
-    near = _scored(similarity=0.6)  # 0.075: an opinion (at most 0.05) can store it
-    far = _scored(similarity=0.5)  # 0.045: nothing can
+    storage, weight = DEFAULT_MODEL.storage_threshold, DEFAULT_MODEL.weights[Feature.MODEL]
+    storable = _at(storage + 0.01)
+    near = _at(storage - weight + 0.001)  # an opinion at confidence 1 stores it
+    far = _at(storage - weight - 0.001)  # no opinion can
     assert storable.storable and not near.storable and not far.storable
     scores = {"s": storable, "n": near, "f": far, "d": storable}
     assert model_pass.choose(scores, decided={"d"}) == ["s", "n"]
-    many = {f"p{i:02d}": _scored(similarity=0.6 + i / 100) for i in range(10)}
+    assert model_pass.details()["model_candidates"] == 2
+    many = {f"p{i:02d}": _at(storage - weight + 0.001 * (i + 1)) for i in range(10)}
     chosen = model_pass.choose(many)
     assert chosen == [f"p{i:02d}" for i in range(9, 9 - MAX_MODEL_PAIRS, -1)]
     assert model_pass.details()["model_candidates"] == 10
