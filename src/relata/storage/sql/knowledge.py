@@ -332,13 +332,25 @@ class SqlRelationshipRepository:
         if not ids:
             ws_filter(relationships, workspace_id)
             return []
-        q = sa.select(relationships).where(
-            ws_filter(relationships, workspace_id),
-            sa.or_(relationships.c.source_id.in_(ids), relationships.c.target_id.in_(ids)),
+        # Two indexed lookups, not one OR: SQLite plans ``source IN .. OR target IN ..`` as a
+        # walk of the whole workspace's relationships, which grows with the workspace.
+        by_source = sa.select(relationships.c.id).where(
+            ws_filter(relationships, workspace_id), relationships.c.source_id.in_(ids)
         )
-        if not include_rejected:
-            q = q.where(relationships.c.review_status != _REJECTED)
+        by_target = sa.select(relationships.c.id).where(
+            ws_filter(relationships, workspace_id),
+            relationships.c.target_id.in_(ids),
+            relationships.c.source_id.not_in(ids),
+        )
         with self._db.read() as conn:
+            found = [r.id for r in conn.execute(sa.union_all(by_source, by_target))]
+            if not found:
+                return []
+            q = sa.select(relationships).where(
+                ws_filter(relationships, workspace_id), relationships.c.id.in_(found)
+            )
+            if not include_rejected:
+                q = q.where(relationships.c.review_status != _REJECTED)
             rows = conn.execute(_ordered(q).limit(_limit(limit))).all()
         return [_relationship(r) for r in rows]
 
