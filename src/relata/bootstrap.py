@@ -8,17 +8,23 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from relata.analysis.factory import build_analysis
 from relata.analysis.service import AnalysisService
 from relata.audit import AuditService
+from relata.auth.accounts import AccountService
+from relata.auth.ratelimit import FailureLimiter
+from relata.auth.sessions import SessionService
+from relata.auth.tokens import TokenService
 from relata.claims.service import ClaimService
 from relata.claims.stage import ClaimStage
 from relata.concurrency import AiCallLimiter
 from relata.config.settings import Settings
 from relata.domain.clock import SystemClock
 from relata.domain.ports import (
+    ApiTokenRepository,
     AuditRepository,
     ChunkRepository,
     ClaimRepository,
@@ -31,6 +37,7 @@ from relata.domain.ports import (
     ModelVersionRepository,
     ProcessingRunRepository,
     RelationshipRepository,
+    SessionRepository,
     TextSearch,
     UserRepository,
     VectorStore,
@@ -64,6 +71,7 @@ from relata.storage.sql import migrate
 from relata.storage.sql.accounts import SqlUserRepository, SqlWorkspaceRepository
 from relata.storage.sql.chunks import SqlChunkRepository
 from relata.storage.sql.claims import SqlClaimRepository, SqlContradictionRepository
+from relata.storage.sql.credentials import SqlApiTokenRepository, SqlSessionRepository
 from relata.storage.sql.engine import Database
 from relata.storage.sql.entities import SqlEntityRepository
 from relata.storage.sql.items import SqlItemRepository
@@ -97,6 +105,8 @@ class Repositories:
     model_versions: ModelVersionRepository
     audit: AuditRepository
     jobs: JobRepository
+    sessions: SessionRepository
+    api_tokens: ApiTokenRepository
 
 
 class Health:
@@ -162,6 +172,9 @@ class Container:
     relationships: RelationshipService
     # The append-only audit log: what the services above record, read by /api/v1/audit.
     audit: AuditService
+    # People and access: accounts, sign-in and sessions, API tokens (relata.auth).
+    accounts: AccountService
+    tokens: TokenService
     extras: dict[str, Any] = field(default_factory=dict)
 
     def close(self) -> None:
@@ -230,6 +243,8 @@ def build(
         model_versions=SqlModelVersionRepository(db),
         audit=SqlAuditRepository(db),
         jobs=SqlJobRepository(db),
+        sessions=SqlSessionRepository(db),
+        api_tokens=SqlApiTokenRepository(db),
     )
     metrics = Metrics()
     audit = AuditService(repos.audit, clock)
@@ -323,6 +338,32 @@ def build(
         claims=ClaimService(repos.claims, repos.contradictions, repos.items, audit=audit),
         relationships=relationship_service,
         audit=audit,
+        accounts=_build_accounts(settings, clock, repos, audit),
+        tokens=TokenService(repos.api_tokens, repos.users, clock, audit=audit),
+    )
+
+
+def _build_accounts(
+    settings: Settings, clock: Clock, repos: Repositories, audit: AuditService
+) -> AccountService:
+    sessions = SessionService(
+        repos.sessions,
+        clock,
+        idle=timedelta(hours=settings.session_idle_hours),
+        absolute=timedelta(days=settings.session_max_days),
+    )
+    limiter = FailureLimiter(
+        clock,
+        max_failures=settings.login_max_failures,
+        window_seconds=settings.login_window_seconds,
+    )
+    return AccountService(
+        repos.users,
+        sessions,
+        clock,
+        limiter=limiter,
+        audit=audit,
+        concurrency=settings.password_concurrency,
     )
 
 

@@ -24,11 +24,11 @@ from fastapi.testclient import TestClient
 
 import relata.analysis.answer as answer_task
 from relata.analysis.answer import NEUTRALISED
-from relata.api.app import create_app
 from relata.bootstrap import Container
 from relata.config.settings import Settings
 from relata.ingest.service import IngestRequest
 from relata.providers.retry import RetryPolicy
+from tests.support.api import api_client
 from tests.support.fake_provider import FakeProvider, Reply
 from tests.support.ingest import built, drain, workspace_id
 
@@ -134,7 +134,7 @@ def disabled(settings: Settings) -> Iterator[Container]:
 
 
 def client_for(c: Container) -> TestClient:
-    return TestClient(create_app(c), raise_server_exceptions=False)
+    return api_client(c, raise_server_exceptions=False)
 
 
 # ---------------------------------------------------------------- no model

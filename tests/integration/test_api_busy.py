@@ -14,12 +14,12 @@ import pytest
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
-from relata.api.app import create_app
 from relata.bootstrap import Container
 from relata.config.settings import Settings
 from relata.domain.errors import Busy, ConfigError
 from relata.storage.sql.engine import Database
 from relata.storage.sql.errors import BUSY_RETRY_AFTER
+from tests.support.api import api_client
 from tests.support.ingest import built
 
 TEXT = {"text": "Tide tables for the harbour.", "title": "Tides"}
@@ -45,7 +45,7 @@ def c(tmp_path: Path, locked_url: str) -> Iterator[Container]:
 
 @pytest.fixture
 def client(c: Container) -> Iterator[TestClient]:
-    with TestClient(create_app(c), raise_server_exceptions=False) as tc:
+    with api_client(c, raise_server_exceptions=False) as tc:
         yield tc
 
 

@@ -9,14 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fastapi.testclient import TestClient
 
-from relata.api.app import create_app
 from relata.api.v1.params import MAX_OFFSET
 from relata.bootstrap import Container
 from relata.config.settings import Settings
 from relata.domain.models import ItemStatus, SourceType
 from relata.ingest.validation import MEDIA_TYPES
+from tests.support.api import api_client
 from tests.support.ingest import built
 
 ERROR_REF = "#/components/schemas/ErrorOut"
@@ -36,7 +35,7 @@ def c(settings: Settings) -> Iterator[Container]:
 
 @pytest.fixture
 def schema(c: Container) -> dict[str, Any]:
-    with TestClient(create_app(c)) as tc:
+    with api_client(c) as tc:
         resp = tc.get("/api/v1/openapi.json")
     assert resp.status_code == 200
     body: dict[str, Any] = resp.json()
@@ -133,7 +132,7 @@ def test_vocabularies_and_formats_the_api_enforces_are_in_the_schema(
 
 
 def test_a_job_kind_outside_the_enum_is_refused_as_documented(c: Container) -> None:
-    with TestClient(create_app(c)) as tc:
+    with api_client(c) as tc:
         resp = tc.get("/api/v1/jobs", params={"kind": "no_such_kind"})
     assert resp.status_code == 400
     assert resp.json()["error"]["field"] == "kind"

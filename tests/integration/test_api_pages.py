@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from relata.api.app import create_app
 from relata.api.middleware import CSP
 from relata.config.settings import Settings
+from tests.support.api import api_client
 from tests.support.ingest import built
 
 
@@ -25,7 +25,7 @@ def database_url(tmp_path: Path) -> str:
 
 @pytest.fixture
 def client(settings: Settings) -> Iterator[TestClient]:
-    with built(settings) as c, TestClient(create_app(c)) as tc:
+    with built(settings) as c, api_client(c) as tc:
         yield tc
 
 

@@ -12,11 +12,11 @@ from urllib.parse import unquote
 import pytest
 from fastapi.testclient import TestClient
 
-from relata.api.app import create_app
 from relata.api.v1.items import content_disposition
 from relata.api.v1.params import MAX_OFFSET
 from relata.bootstrap import Container
 from relata.config.settings import Settings
+from tests.support.api import api_client
 from tests.support.ingest import built
 
 
@@ -28,7 +28,7 @@ def c(settings: Settings) -> Iterator[Container]:
 
 @pytest.fixture
 def client(c: Container) -> Iterator[TestClient]:
-    with TestClient(create_app(c), raise_server_exceptions=False) as tc:
+    with api_client(c, raise_server_exceptions=False) as tc:
         yield tc
 
 

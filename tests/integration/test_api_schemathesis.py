@@ -4,7 +4,9 @@ schema-invalid input refused, schema-valid input accepted, 405s with a true Allo
 sequences along the documented links), 0 failures.
 
 The server is the real ``relata serve`` on 127.0.0.1 (in-process workers, a fresh data dir,
-no embedding provider). The seed is fixed so a failure reproduces; the number of examples is
+no embedding provider), with an administrator whose API token every request carries (the
+``ignored_auth`` check also sends requests without it and expects them refused).
+The seed is fixed so a failure reproduces; the number of examples is
 bounded so the whole test takes about a minute on 2 cores. The few schema-valid requests the
 API refuses by rules OpenAPI cannot state are listed, with why, in
 schemathesis/schemathesis.toml.
@@ -31,6 +33,7 @@ MAX_EXAMPLES = 25
 SEED = 20240501
 RUN_TIMEOUT_S = 240
 START_TIMEOUT_S = 60
+PASSWORD = "schemathesis-password-1"
 
 
 def _free_port() -> int:
@@ -40,9 +43,23 @@ def _free_port() -> int:
         return port
 
 
+def _cli(env: dict[str, str], *args: str, stdin: str = "") -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "relata.cli.main", *args],
+        env=env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
 @pytest.fixture
-def served(tmp_path: Path) -> Iterator[str]:
-    """The base URL of ``relata serve`` on a free port of 127.0.0.1."""
+def served(tmp_path: Path) -> Iterator[tuple[str, str]]:
+    """The base URL of ``relata serve`` on a free port of 127.0.0.1, and an owner's token."""
     port = _free_port()
     env = {
         **os.environ,
@@ -52,6 +69,8 @@ def served(tmp_path: Path) -> Iterator[str]:
         "RELATA_EMBEDDING_PROVIDER": "none",
         "RELATA_LOG_LEVEL": "warning",
     }
+    _cli(env, "createadmin", "--username", "admin", "--password-stdin", stdin=PASSWORD + "\n")
+    token = _cli(env, "tokens", "create", "--user", "admin", "--name", "schemathesis").strip()
     log = (tmp_path / "serve.log").open("wb")
     proc = subprocess.Popen(
         [sys.executable, "-m", "relata.cli.main", "serve"],
@@ -73,7 +92,7 @@ def served(tmp_path: Path) -> Iterator[str]:
             if time.monotonic() > deadline:
                 raise AssertionError("relata serve did not become ready")
             time.sleep(0.2)
-        yield base
+        yield base, token
     finally:
         proc.terminate()
         try:
@@ -84,7 +103,10 @@ def served(tmp_path: Path) -> Iterator[str]:
         log.close()
 
 
-def test_schemathesis_finds_no_failure_in_the_served_api(served: str, tmp_path: Path) -> None:
+def test_schemathesis_finds_no_failure_in_the_served_api(
+    served: tuple[str, str], tmp_path: Path
+) -> None:
+    served, token = served[0], served[1]
     cmd = [
         sys.executable,
         "-m",
@@ -96,6 +118,8 @@ def test_schemathesis_finds_no_failure_in_the_served_api(served: str, tmp_path: 
         f"{served}/api/v1/openapi.json",
         "--checks",
         "all",
+        "--header",
+        f"Authorization: Bearer {token}",
         "--max-examples",
         str(MAX_EXAMPLES),
         "--seed",

@@ -20,7 +20,6 @@ from alembic import command
 from alembic.config import Config
 from fastapi.testclient import TestClient
 
-from relata.api.app import create_app
 from relata.audit import AuditService
 from relata.bootstrap import Container
 from relata.cli.main import main
@@ -35,6 +34,7 @@ from relata.storage.sql import migrate
 from relata.storage.sql.accounts import SqlWorkspaceRepository
 from relata.storage.sql.engine import Database
 from relata.storage.sql.records import SqlAuditRepository
+from tests.support.api import api_client
 from tests.support.fake_embedder import FakeEmbedder
 from tests.support.ingest import built, drain, workspace_id
 from tests.support.relationships import MINUTES, PRESS, SURVEY
@@ -55,7 +55,7 @@ def c(settings: Settings) -> Iterator[Container]:
 
 @pytest.fixture
 def client(c: Container) -> Iterator[TestClient]:
-    with TestClient(create_app(c), raise_server_exceptions=False) as tc:
+    with api_client(c, raise_server_exceptions=False) as tc:
         yield tc
 
 
@@ -79,9 +79,11 @@ def _assert_event(
     *,
     actor: ActorKind,
     request_id: str | None,
+    user_id: str | None = None,
+    token_id: str | None = None,
 ) -> None:
     assert (e.action, e.target_kind, e.target_id) == (action, target_kind, target_id)
-    assert (e.actor_kind, e.actor_user_id, e.actor_token_id) == (actor, None, None)
+    assert (e.actor_kind, e.actor_user_id, e.actor_token_id) == (actor, user_id, token_id)
     assert e.request_id == request_id
 
 
@@ -94,12 +96,14 @@ def _no_content(c: Container, ws: str) -> None:
         assert word not in dumped
 
 
-def test_every_api_action_writes_one_event_as_the_local_principal(
+def test_every_api_action_writes_one_event_as_the_calling_token(
     c: Container, client: TestClient
 ) -> None:
     ws = workspace_id(c)
-    [created] = _events(c, ws)  # the fixture created the workspace: Relata itself did
+    # The fixture created the workspace (Relata itself did), then the client's token (the CLI).
+    created, token_created = sorted(_events(c, ws), key=lambda e: e.at)
     assert created.action == AuditAction.WORKSPACE_CREATED and created.target_id == ws
+    assert token_created.action == AuditAction.TOKEN_CREATED
     assert created.actor_kind == ActorKind.SYSTEM
 
     def post(path: str, rid: str, **kw: Any) -> Any:
@@ -107,7 +111,13 @@ def test_every_api_action_writes_one_event_as_the_local_principal(
         assert resp.status_code < 300, resp.text
         return resp.json() if resp.content else None
 
-    local = {"actor": ActorKind.LOCAL}
+    user_id = client.get("/api/v1/auth/me").json()["user"]["id"]
+    [token] = client.get("/api/v1/tokens").json()
+    local: dict[str, Any] = {
+        "actor": ActorKind.TOKEN,
+        "user_id": user_id,
+        "token_id": token["id"],
+    }
     ids = {}
     for title, text in {**DOCS, "Meeting": MEETING}.items():
         before = _events(c, ws)
@@ -226,7 +236,7 @@ def test_every_api_action_writes_one_event_as_the_local_principal(
     events = page.json()["events"]
     assert [x["id"] for x in events] == [x.id for x in _events(c, ws)]
     assert events[0]["action"] == "item.deleted"
-    assert events[0]["actor"] == {"kind": "local", "user_id": None, "token_id": None}
+    assert events[0]["actor"] == {"kind": "token", "user_id": user_id, "token_id": token["id"]}
     assert events[0]["target"] == {"kind": "item", "id": ids["Press release"]}
     assert events[0]["request_id"] == "d-1"
     assert events[-1]["action"] == "workspace.created"
@@ -472,13 +482,13 @@ def test_the_api_filters_and_refuses_what_it_cannot_read(container: Container) -
     other, _ = c.workspaces.ensure("other")
     c.ingest.ingest(other.id, IngestRequest(text="Another workspace's note.", title="Theirs"))
     item = c.ingest.ingest(ws, IngestRequest(text="Ours.", title="Ours"))
-    with TestClient(create_app(c), raise_server_exceptions=False) as client:
+    with api_client(c, raise_server_exceptions=False) as client:
         got = client.get("/api/v1/audit", params={"action": "item.uploaded"}).json()
         assert [e["target"]["id"] for e in got["events"]] == [item.id]
         assert got["next_offset"] is None
         assert client.get("/api/v1/audit", params={"since": "2999-01-01"}).json()["events"] == []
         assert (
-            len(client.get("/api/v1/audit", params={"until": "2999-01-01"}).json()["events"]) == 2
+            len(client.get("/api/v1/audit", params={"until": "2999-01-01"}).json()["events"]) == 3
         )
         one = client.get("/api/v1/audit", params={"limit": 1}).json()
         assert len(one["events"]) == 1 and one["next_offset"] == 1

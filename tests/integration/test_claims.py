@@ -9,9 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from fastapi.testclient import TestClient
 
-from relata.api.app import create_app
 from relata.bootstrap import Container
 from relata.config.settings import Settings
 from relata.domain.models import Contradiction
@@ -19,6 +17,7 @@ from relata.domain.vocabulary import ContradictionStatus, Resolution
 from relata.ingest.service import IngestRequest
 from relata.seed import demo_documents
 from relata.storage.sql.unit_of_work import SqlUnitOfWork
+from tests.support.api import api_client
 from tests.support.ingest import built, drain, workspace_id
 
 
@@ -154,7 +153,7 @@ def test_another_workspace_sees_no_claim_or_contradiction(c: Container) -> None:
     planted = _planted(c, other)
     ws = workspace_id(c)
     assert c.claims.contradictions(ws) == []
-    with TestClient(create_app(c), raise_server_exceptions=False) as client:
+    with api_client(c, raise_server_exceptions=False) as client:
         listed = client.get("/api/v1/contradictions").json()
         assert listed["contradictions"] == []
         theirs = client.get(f"/api/v1/contradictions/{planted.id}")
@@ -175,7 +174,7 @@ def test_the_api_lists_resolves_and_shows_claims(c: Container) -> None:
     ws = workspace_id(c)
     _seed(c, ws)
     planted = _planted(c, ws)
-    with TestClient(create_app(c), raise_server_exceptions=False) as client:
+    with api_client(c, raise_server_exceptions=False) as client:
         page = client.get("/api/v1/contradictions", params={"status": "open"}).json()
         assert planted.id in {x["id"] for x in page["contradictions"]}
         claims = client.get(f"/api/v1/items/{planted.first.item_id}/claims").json()

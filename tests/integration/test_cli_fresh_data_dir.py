@@ -37,6 +37,8 @@ READING = {
     "related": ["related", SOME_ID],
     "review": ["review"],
     "audit": ["audit"],
+    "users": ["users", "list"],
+    "tokens": ["tokens", "list"],
 }
 # Commands that write: they create and migrate the database, and say so.
 WRITING = {

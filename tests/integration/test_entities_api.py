@@ -9,10 +9,10 @@ from collections.abc import Iterator
 import pytest
 from fastapi.testclient import TestClient
 
-from relata.api.app import create_app
 from relata.bootstrap import Container
 from relata.config.settings import Settings
 from relata.ingest.service import IngestRequest
+from tests.support.api import api_client
 from tests.support.ingest import built, drain, workspace_id
 
 TEXT = (
@@ -29,7 +29,7 @@ def c(settings: Settings) -> Iterator[Container]:
 
 @pytest.fixture
 def client(c: Container) -> Iterator[TestClient]:
-    with TestClient(create_app(c), raise_server_exceptions=False) as tc:
+    with api_client(c, raise_server_exceptions=False) as tc:
         yield tc
 
 

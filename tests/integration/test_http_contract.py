@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 from relata.api.app import create_app
 from relata.bootstrap import Container
 from relata.domain.errors import Busy, DuplicateItem, NotFound, Overloaded, ValidationError
+from tests.support.api import api_client, make_token, make_user
 
 SECURITY = {
     "content-security-policy",
@@ -58,7 +59,7 @@ def app(container: Container) -> FastAPI:
 
 @pytest.fixture
 def client(app: FastAPI) -> Iterator[TestClient]:
-    with TestClient(app, raise_server_exceptions=False) as c:
+    with TestClient(app, base_url="http://localhost", raise_server_exceptions=False) as c:
         yield c
 
 
@@ -142,7 +143,7 @@ def test_readiness_reports_database_and_migrations(client: TestClient) -> None:
 def test_readiness_fails_when_migrations_are_not_current(container: Container) -> None:
     with container.db.write() as conn:
         conn.exec_driver_sql("UPDATE alembic_version SET version_num = 'old'")
-    with TestClient(create_app(container)) as c:
+    with api_client(container) as c:
         r = c.get("/readyz")
     assert r.status_code == 503
     assert r.json()["ready"] is False
@@ -157,7 +158,10 @@ def test_metrics_count_requests_by_route_template_and_status(client: TestClient)
     assert "relata_http_request_duration_seconds_bucket" in text
 
 
-def test_api_v1_router_answers_with_the_callers_workspace(client: TestClient) -> None:
-    r = client.get("/api/v1/workspaces/current")
+def test_api_v1_router_answers_with_the_callers_workspace(
+    client: TestClient, container: Container
+) -> None:
+    token = make_token(container, make_user(container))
+    r = client.get("/api/v1/workspaces/current", headers={"Authorization": f"Bearer {token}"})
     assert r.status_code == 200
     assert r.json()["slug"] == "default"

@@ -13,11 +13,11 @@ from urllib.parse import quote
 import pytest
 from fastapi.testclient import TestClient
 
-from relata.api.app import create_app
 from relata.bootstrap import Container
 from relata.config.settings import Settings
 from relata.domain.vocabulary import StageKind
 from tests.fuzz.docgen import make_docx, make_pdf
+from tests.support.api import api_client
 from tests.support.ingest import built, drain, originals_of, workspace_id
 
 # Every stage runs once per generation, in the declared order.
@@ -33,7 +33,7 @@ def c(settings: Settings) -> Iterator[Container]:
 
 @pytest.fixture
 def client(c: Container) -> Iterator[TestClient]:
-    with TestClient(create_app(c), raise_server_exceptions=False) as tc:
+    with api_client(c, raise_server_exceptions=False) as tc:
         yield tc
 
 

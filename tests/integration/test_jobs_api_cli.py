@@ -13,13 +13,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fastapi.testclient import TestClient
 
-from relata.api.app import create_app
 from relata.bootstrap import Container
 from relata.cli.main import main
 from relata.config.settings import Settings
 from relata.domain.models import JobStatus
+from tests.support.api import api_client
 from tests.support.jobs import build_jobs_container, wait_for
 
 UNHANDLED = "nobody.handles.this"
@@ -49,7 +48,7 @@ def test_the_jobs_endpoint_lists_filters_and_pages_the_callers_workspace(
     jc.queue.fail(claimed.id, "w/1", "Permanent: broken")
     other, _ = jc.workspaces.ensure("other")
     jc.queue.enqueue("test.kind", other.id, {})
-    client = TestClient(create_app(jc))
+    client = api_client(jc)
 
     body = client.get("/api/v1/jobs").json()
     assert {j["id"] for j in body["jobs"]} == {j.id for j in mine}
@@ -67,7 +66,7 @@ def test_the_jobs_endpoint_lists_filters_and_pages_the_callers_workspace(
 
 
 def test_a_bad_jobs_filter_is_a_400_naming_the_parameter(jc: Container) -> None:
-    client = TestClient(create_app(jc))
+    client = api_client(jc)
     cases: list[tuple[dict[str, str | int], str]] = [
         ({"status": "done"}, "status"),
         ({"kind": "unknown"}, "kind"),

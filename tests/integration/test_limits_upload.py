@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from relata.api.app import create_app
 from relata.bootstrap import Container
 from relata.config.settings import Settings
 from relata.domain.errors import TooLarge
 from relata.domain.models import ItemStatus
 from relata.ingest.service import IngestRequest
 from tests.fuzz.docgen import make_hollow_docx
+from tests.support.api import api_client
 from tests.support.ingest import built, drain, originals_of, workspace_id
 
 
@@ -28,7 +28,7 @@ def c(settings: Settings) -> Iterator[Container]:
 
 @pytest.fixture
 def client(c: Container) -> Iterator[TestClient]:
-    with TestClient(create_app(c), raise_server_exceptions=False) as tc:
+    with api_client(c, raise_server_exceptions=False) as tc:
         yield tc
 
 

@@ -10,11 +10,11 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from relata.api.app import create_app
 from relata.bootstrap import Container
 from relata.config.settings import Settings
 from relata.embeddings.status import ModelStatusService
 from relata.ingest.service import IngestRequest
+from tests.support.api import api_client
 from tests.support.fake_embedder import FakeEmbedder
 from tests.support.fake_provider import FakeProvider, Reply
 from tests.support.ingest import built, drain, workspace_id
@@ -24,7 +24,7 @@ NOTES = "# Tidal notes\n\nTwelve turbines.\n\n## Seals\n\nThe seal colony grew t
 
 @contextmanager
 def serving(c: Container) -> Iterator[TestClient]:
-    with TestClient(create_app(c), raise_server_exceptions=False) as client:
+    with api_client(c, raise_server_exceptions=False) as client:
         yield client
 
 

@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from relata.api.app import create_app
 from relata.bootstrap import Container
 from relata.config.settings import Settings
 from relata.domain.models import ReviewStatus
 from relata.domain.vocabulary import RelationshipType
 from relata.relationships.scoring import DEFAULT_MODEL, SCORE_VERSION, Feature
+from tests.support.api import api_client
 from tests.support.ingest import built, workspace_id
 from tests.support.relationships import Corpus, corpus
 
@@ -33,7 +33,7 @@ def c(settings: Settings) -> Iterator[Container]:
 
 @pytest.fixture
 def client(c: Container) -> Iterator[TestClient]:
-    with TestClient(create_app(c), raise_server_exceptions=False) as tc:
+    with api_client(c, raise_server_exceptions=False) as tc:
         yield tc
 
 
@@ -177,11 +177,12 @@ def test_a_review_persists_who_the_note_and_the_evidence_snapshot(
     done = client.post(url, json={"decision": "confirm", "note": "  checked both  "})
     assert done.status_code == 200, done.text
     body = done.json()
-    assert body["review_status"] == "confirmed" and body["reviewed_by"] == "local"
+    me = client.get("/api/v1/auth/me").json()["user"]["id"]
+    assert body["review_status"] == "confirmed" and body["reviewed_by"] == me
     assert body["note"] == "checked both" and body["reviewed_at"] is not None
     assert "confirmed by a reviewer" in body["why"]
     stored = c.repos.relationships.get(ws, mine.contradiction.id)
-    assert stored.review_status is ReviewStatus.CONFIRMED and stored.reviewed_by == "local"
+    assert stored.review_status is ReviewStatus.CONFIRMED and stored.reviewed_by == me
     assert stored.review_note == "checked both" and stored.reviewed_at is not None
     assert stored.decision is not None
     assert set(stored.decision["kinds"]) == {"contradicting_claims", "shared_entity"}

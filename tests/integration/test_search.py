@@ -5,9 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from fastapi.testclient import TestClient
 
-from relata.api.app import create_app
 from relata.bootstrap import Container
 from relata.config.settings import Settings
 from relata.domain.errors import ValidationError
@@ -15,6 +13,7 @@ from relata.domain.models import Workspace
 from relata.ids import new_id
 from relata.ingest.service import IngestRequest
 from relata.search.service import SearchQuery
+from tests.support.api import api_client
 from tests.support.ingest import built, drain, workspace_id
 
 # A small hand-built corpus. The query below shares no word with MEANING_DOC (only its
@@ -146,7 +145,7 @@ def test_search_api_validates_typed_parameters(
     searchable: tuple[Container, dict[str, str]],
 ) -> None:
     c, _ = searchable
-    with TestClient(create_app(c)) as client:
+    with api_client(c) as client:
         ok = client.get("/api/v1/search", params={"q": "tide gauge", "legs": "text,vector"})
         assert ok.status_code == 200
         body = ok.json()

@@ -1,5 +1,6 @@
 """The FastAPI app factory. Middleware order (outermost first) is part of the contract:
-request id, recover, logging, security headers.
+request id, recover, logging, security headers, host and origin checks (so a refused host or
+origin is logged, carries the security headers, and no handler runs).
 
 The OpenAPI document is ``relata.api.openapi.build_openapi`` (400 in the error shape, not
 FastAPI's 422); ``/`` and ``/docs`` are ``relata.api.pages``. A 405 lists in ``Allow`` every
@@ -20,6 +21,7 @@ import relata
 from relata.api import pages, v1
 from relata.api.errors import domain_error_response, error_response
 from relata.api.middleware import (
+    HostOriginMiddleware,
     LoggingMiddleware,
     RecoverMiddleware,
     RequestIdMiddleware,
@@ -124,6 +126,7 @@ def create_app(container: Container) -> FastAPI:
     app.include_router(pages.router)
 
     # add_middleware prepends, so add innermost first.
+    app.add_middleware(HostOriginMiddleware, allowed_hosts=container.settings.allowed_hosts)
     app.add_middleware(SecurityHeadersMiddleware)
     app.add_middleware(LoggingMiddleware, metrics=container.metrics)
     app.add_middleware(RecoverMiddleware)

@@ -12,13 +12,16 @@ from starlette.responses import JSONResponse
 from relata.domain.errors import (
     Conflict,
     DuplicateItem,
+    Forbidden,
     MissingWorkspace,
     NotConfigured,
     NotFound,
     Overloaded,
     Permanent,
+    RateLimited,
     RelataError,
     TooLarge,
+    Unauthenticated,
     Unavailable,
     UnsupportedContent,
     ValidationError,
@@ -30,6 +33,9 @@ _STATUS: tuple[tuple[type[RelataError], int], ...] = (
     (UnsupportedContent, 415),
     (TooLarge, 413),
     (ValidationError, 400),
+    (Unauthenticated, 401),
+    (Forbidden, 403),
+    (RateLimited, 429),
     (NotFound, 404),
     (DuplicateItem, 409),
     (Conflict, 409),
@@ -72,8 +78,11 @@ def domain_error_response(exc: RelataError) -> JSONResponse:
         extra["field"] = exc.field
     if isinstance(exc, DuplicateItem) and exc.existing_id:
         extra["existing_id"] = exc.existing_id
-    if isinstance(exc, Unavailable) and exc.retry_after is not None:
+    if isinstance(exc, Unavailable | RateLimited) and exc.retry_after is not None:
         headers["Retry-After"] = str(exc.retry_after)
+    if isinstance(exc, Unauthenticated):
+        headers["WWW-Authenticate"] = 'Bearer realm="relata"'
+
     message = exc.message
     if status == 500:  # never leak internals of a programming error
         message = "internal error"

@@ -1,4 +1,5 @@
-"""Pure ASGI middleware, outermost first: request id, recover, logging, security headers.
+"""Pure ASGI middleware, outermost first: request id, recover, logging, security headers,
+host and origin checks.
 
 Written against raw ASGI rather than ``BaseHTTPMiddleware`` so that streaming responses and
 context variables behave, and so the order is explicit in ``app.create_app``.
@@ -10,6 +11,7 @@ import logging
 import time
 from collections.abc import Iterable
 from typing import Any
+from urllib.parse import urlsplit
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -174,3 +176,73 @@ class SecurityHeadersMiddleware:
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
+
+
+_UNSAFE = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+def host_name(value: str) -> str:
+    """The host of a ``Host`` header or an origin's authority, lowercased, port removed
+    (``[::1]:8080`` -> ``::1``)."""
+    v = value.strip().lower()
+    if v.startswith("["):
+        end = v.find("]")
+        return v[1:end] if end > 0 else v
+    if v.count(":") == 1:
+        return v.split(":", 1)[0]
+    return v
+
+
+class HostOriginMiddleware:
+    """Serve only the configured host names, and refuse unsafe cross-origin requests.
+
+    - ``Host`` must be one of ``RELATA_ALLOWED_HOSTS`` (any port; ``*`` allows any), else
+      400 before any handler runs: a DNS-rebinding page (``evil.example`` resolving to
+      127.0.0.1) sends its own name and is not served.
+    - On POST, PUT, PATCH and DELETE: an ``Origin`` header must name an allowed host
+      (``null`` never does); without one, ``Sec-Fetch-Site`` must be ``same-origin`` or
+      ``none``. A request with neither (curl, the CLI, scripts) passes: browsers send them.
+      A refusal is 403 ``forbidden``, and nothing has run.
+    """
+
+    def __init__(self, app: ASGIApp, allowed_hosts: Iterable[str]) -> None:
+        self.app = app
+        self.allowed = frozenset(h.lower() for h in allowed_hosts)
+        self.any_host = "*" in self.allowed
+
+    def _allowed(self, host: str) -> bool:
+        return self.any_host or host_name(host) in self.allowed
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        host = headers.get(b"host", "")
+        if not host or not self._allowed(host):
+            response = error_response(
+                400, "invalid_request", "this host name is not served (RELATA_ALLOWED_HOSTS)"
+            )
+            await response(scope, receive, send)
+            return
+        if scope.get("method") in _UNSAFE:
+            refusal = self._cross_origin(headers)
+            if refusal is not None:
+                response = error_response(403, "forbidden", refusal)
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+    def _cross_origin(self, headers: dict[bytes, str]) -> str | None:
+        origin = headers.get(b"origin")
+        if origin is not None:
+            parts = urlsplit(origin.strip())
+            if parts.scheme not in {"http", "https"} or not parts.netloc:
+                return "cross-origin request refused (Origin)"
+            if not self._allowed(parts.netloc):
+                return "cross-origin request refused (Origin)"
+            return None
+        site = headers.get(b"sec-fetch-site")
+        if site is not None and site.strip().lower() not in {"same-origin", "none"}:
+            return "cross-site request refused (Sec-Fetch-Site)"
+        return None

@@ -8,6 +8,9 @@ therefore post-processes FastAPI's document by three rules, so no route can forg
   replaced, and its validation schemas dropped);
 - every operation with a path parameter documents **404**: ids in paths are looked up in the
   caller's workspace, and a missing one (or another workspace's) is not found;
+- every ``/api/v1`` operation but ``PUBLIC_OPERATIONS`` requires the bearer token or the
+  session cookie (``components.securitySchemes``) and documents **401**, and **403** when
+  it is not a GET (a viewer's write, a missing CSRF token, a cross-origin request);
 - the ``kind`` filter of ``GET /api/v1/jobs`` lists the job kinds registered in this process
   (they are only known once the container is built).
 
@@ -42,10 +45,14 @@ class ErrorOut(BaseModel):
 
 _DESCRIPTIONS = {
     400: "invalid input; `error.field` names the parameter or field",
+    401: "no valid credentials: sign in, or send `Authorization: Bearer <API token>`",
+    403: "refused: a viewer's write, a cookie-authenticated write without its CSRF token, "
+    "or a cross-origin request",
     404: "not found in the caller's workspace",
     409: "conflict; for a duplicate upload `error.existing_id` is the item that has the bytes",
     413: "over a size limit (RELATA_MAX_UPLOAD_BYTES)",
     415: "content of a type Relata does not accept",
+    429: "too many failed sign-ins for this account or address; retry after `Retry-After`",
     502: "the model provider answered with an error",
     503: "busy or unavailable (database locked, provider down, too many uploads); retry "
     "after `Retry-After` seconds",
@@ -63,7 +70,7 @@ def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
     out: dict[int | str, dict[str, Any]] = {}
     for status in statuses:
         entry: dict[str, Any] = {"model": ErrorOut, "description": _DESCRIPTIONS[status]}
-        if status == 503:
+        if status in (429, 503):
             entry["headers"] = _RETRY_AFTER
         out[status] = entry
     return out
@@ -83,8 +90,51 @@ def _operations(schema: dict[str, Any]) -> Iterable[tuple[str, dict[str, Any]]]:
                 yield path, op
 
 
+#: Operations anyone may call; every other one needs a session or an API token.
+PUBLIC_OPERATIONS = frozenset({("post", "/api/v1/auth/sign-in"), ("get", "/api/v1/version")})
+SECURITY_SCHEMES = {
+    "bearer": {
+        "type": "http",
+        "scheme": "bearer",
+        "description": "an API token (`relata tokens create`, `POST /api/v1/tokens`)",
+    },
+    "session": {
+        "type": "apiKey",
+        "in": "cookie",
+        "name": "relata_session",
+        "description": "the session cookie set by sign-in (`__Host-relata_session` over "
+        "HTTPS); writes also need the `X-CSRF-Token` header",
+    },
+}
+
+
+def _operations_with_method(
+    schema: dict[str, Any],
+) -> Iterable[tuple[str, str, dict[str, Any]]]:
+    for path, item in schema.get("paths", {}).items():
+        for method, op in item.items():
+            if method in {"get", "put", "post", "delete", "patch", "head", "options"}:
+                yield path, method, op
+
+
+def _apply_security(schema: dict[str, Any]) -> None:
+    schema.setdefault("components", {})["securitySchemes"] = SECURITY_SCHEMES
+    schema["security"] = [{"bearer": []}, {"session": []}]
+    for path, method, op in _operations_with_method(schema):
+        if not path.startswith("/api/v1"):
+            continue
+        if (method, path) in PUBLIC_OPERATIONS:
+            op["security"] = []
+            continue
+        responses: dict[str, Any] = op.setdefault("responses", {})
+        responses.setdefault("401", _error_response(401))
+        if method != "get":
+            responses.setdefault("403", _error_response(403))
+
+
 def _apply_rules(schema: dict[str, Any], job_kinds: Iterable[str]) -> None:
     kinds = sorted(job_kinds)
+    _apply_security(schema)
     for path, op in _operations(schema):
         responses: dict[str, Any] = op.setdefault("responses", {})
         if responses.pop("422", None) is not None or "requestBody" in op:

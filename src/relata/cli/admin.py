@@ -27,8 +27,9 @@ def register(sub: Any) -> None:
     p = sub.add_parser(
         "createadmin",
         help="create an administrator (password from prompt/stdin)",
-        description="Create an administrator of the default workspace. The password is "
-        "read from a prompt (twice), or from standard input, and stored as an Argon2id hash.",
+        description="Create an administrator, owner of the default workspace, and say how "
+        "to sign in. The password is read from a prompt (twice), or from standard input, and "
+        "stored as an Argon2id hash.",
     )
     p.add_argument("--username", help="the new administrator's username (prompted if omitted)")
     p.add_argument(
@@ -88,9 +89,8 @@ def _read_password(from_stdin: bool) -> str:
 
 
 def _createadmin(args: argparse.Namespace) -> int:
-    from relata.auth.passwords import hash_password, validate_password
-    from relata.domain.models import User
-    from relata.ids import new_id
+    from relata.auth.passwords import validate_password
+    from relata.domain.vocabulary import Role
 
     username = (args.username or "").strip()
     if not username:
@@ -102,17 +102,18 @@ def _createadmin(args: argparse.Namespace) -> int:
     password = validate_password(_read_password(args.password_stdin))
     with open_container(log=False, schema="migrate") as c:
         ws, _ = c.workspaces.ensure(c.settings.default_workspace, actor=CLI_ACTOR)
-        user = User(
-            id=new_id(),
-            username=username,
-            password_hash=hash_password(password),
-            display_name=username,
-            is_admin=True,
-            created_at=c.clock.now(),
+        user = c.accounts.create_user(
+            username, password, workspace=ws, role=Role.OWNER, is_admin=True
         )
-        c.repos.users.create(user)
-        c.repos.users.add_member(ws.id, user.id, "owner")
-    print(f"created administrator {username!r} in workspace {ws.slug!r}")
+        host, port = c.settings.http_addr
+    base = f"http://{f'[{host}]' if ':' in host else host}:{port}"
+    print(f"created administrator {user.username!r}, owner of workspace {ws.slug!r}")
+    print(
+        f"sign in: curl -c cookies.txt -H 'Content-Type: application/json' -d "
+        f'\'{{"username": "{user.username}", "password": "..."}}\' '
+        f"{base}/api/v1/auth/sign-in"
+    )
+    print(f"an API token for scripts: relata tokens create --user {user.username}")
     return 0
 
 
@@ -178,9 +179,11 @@ def _version(_: argparse.Namespace) -> int:
 def _display(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, tuple):  # host, port
+    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], int):  # host, port
         host, port = value
         return f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
+    if isinstance(value, tuple):  # a list of names
+        return ",".join(str(v) for v in value)
     if isinstance(value, float):
         return f"{value:g}"
     return str(value)

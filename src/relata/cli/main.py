@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from relata.cli import (
+    accounts,
     admin,
     audit,
     claims,
@@ -65,6 +66,7 @@ _COMMANDS: tuple[ModuleType | Deferred, ...] = (
     relationships,
     reembed,
     audit,
+    accounts,
     _BENCH,
     admin,
 )

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import argparse
 import functools
+import ipaddress
 import logging
+import sys
 import threading
 import time
 from types import FrameType
 from typing import Any
 
-from relata.cli.common import open_container, settings_or_exit, where
+from relata.cli.common import CliError, open_container, settings_or_exit, where
 
 log = logging.getLogger("relata.serve")
 
@@ -51,6 +53,23 @@ def _migrate(_: argparse.Namespace) -> int:
     return 0
 
 
+def insecure_refusal(host: str, allow_insecure: bool) -> str | None:
+    """Why ``relata serve`` will not listen on ``host`` over plain HTTP, or None: only a
+    loopback address may, unless RELATA_ALLOW_INSECURE_HTTP says a TLS proxy is in front."""
+    if allow_insecure or host == "localhost":
+        return None
+    try:
+        if ipaddress.ip_address(host).is_loopback:
+            return None
+    except ValueError:
+        pass
+    return (
+        f"RELATA_HTTP_ADDR={host} is not a loopback address and relata serves plain HTTP: "
+        "passwords and session cookies would cross the network in clear. Serve it behind a "
+        "TLS proxy and set RELATA_ALLOW_INSECURE_HTTP=true, or listen on 127.0.0.1"
+    )
+
+
 def _serve(_: argparse.Namespace) -> int:
     import uvicorn
 
@@ -78,9 +97,19 @@ def _serve(_: argparse.Namespace) -> int:
             return await super().on_tick(counter)
 
     settings = settings_or_exit()  # a bad value stops start-up here, before anything runs
+    refusal = insecure_refusal(settings.http_addr[0], settings.allow_insecure_http)
+    if refusal:
+        raise CliError(refusal)
     with open_container(schema="any") as c:
         rev = migrate.upgrade(c.db)
         c.workspaces.ensure(settings.default_workspace)
+        if c.accounts.count() == 0:
+            print(
+                "relata: no account yet; create the first administrator with "
+                "`relata createadmin --username NAME`",
+                file=sys.stderr,
+                flush=True,
+            )
         host, port = settings.http_addr
         w = where(settings)
         log.info(

@@ -99,6 +99,17 @@ def parse_addr(value: str) -> tuple[str, int]:
     return host, port
 
 
+def _hosts(value: str) -> tuple[str, ...]:
+    """Host names, comma-separated; lowercased, brackets of IPv6 literals removed."""
+    hosts = tuple(h.strip().lower().strip("[]") for h in value.split(",") if h.strip())
+    if not hosts:
+        raise ValueError("no host")
+    for h in hosts:
+        if not all(c.isalnum() or c in ".-_:*" for c in h):
+            raise ValueError(f"bad host {h!r}")
+    return hosts
+
+
 def _url(*schemes: str) -> Parser:
     def parse(value: str) -> str:
         v = value.strip()
@@ -155,6 +166,74 @@ SETTINGS: tuple[Setting, ...] = (
         "127.0.0.1:8080",
         "host:port",
         "Address the HTTP server listens on.",
+    ),
+    Setting(
+        "RELATA_ALLOWED_HOSTS",
+        "allowed_hosts",
+        _hosts,
+        "localhost,127.0.0.1,::1",
+        "comma-separated host names or addresses (any port)",
+        "The only `Host` names the server answers (others get 400), so a DNS-rebinding page "
+        "cannot reach it; unsafe requests must also come from one of them (`Origin`).",
+    ),
+    Setting(
+        "RELATA_ALLOW_INSECURE_HTTP",
+        "allow_insecure_http",
+        _bool,
+        "false",
+        "true, false",
+        "Let `relata serve` listen on a non-loopback `RELATA_HTTP_ADDR` over plain HTTP "
+        "(only behind a TLS-terminating proxy).",
+    ),
+    Setting(
+        "RELATA_COOKIE_SECURE",
+        "cookie_secure",
+        _choice("auto", "true", "false"),
+        "auto",
+        "auto, true, false",
+        "Session cookie `Secure` with the `__Host-` prefix: `auto` when the request came over "
+        "HTTPS, `true` always (behind a TLS proxy), `false` never.",
+    ),
+    Setting(
+        "RELATA_SESSION_IDLE_HOURS",
+        "session_idle_hours",
+        _float(0.01, 720),
+        "12",
+        "0.01-720",
+        "A session unused for this long ends (each use moves it on).",
+    ),
+    Setting(
+        "RELATA_SESSION_MAX_DAYS",
+        "session_max_days",
+        _float(0.01, 365),
+        "7",
+        "0.01-365",
+        "A session ends this long after sign-in, however much it is used.",
+    ),
+    Setting(
+        "RELATA_LOGIN_MAX_FAILURES",
+        "login_max_failures",
+        _int(1, 1000),
+        "5",
+        "1-1000",
+        "Failed sign-ins, per account and per client address, after which sign-in is refused "
+        "(429) until the window has passed.",
+    ),
+    Setting(
+        "RELATA_LOGIN_WINDOW_SECONDS",
+        "login_window_seconds",
+        _int(1, 86400),
+        "900",
+        "1-86400",
+        "The window over which failed sign-ins are counted.",
+    ),
+    Setting(
+        "RELATA_PASSWORD_CONCURRENCY",
+        "password_concurrency",
+        _int(1, 64),
+        "2",
+        "1-64",
+        "Password verifications run at once (each takes ~0.1 s and 64 MiB).",
     ),
     Setting(
         "RELATA_LOG_LEVEL",
@@ -561,6 +640,14 @@ class Settings:
     data_dir: str = "./data"
     database_url: str = ""
     http_addr: tuple[str, int] = ("127.0.0.1", 8080)
+    allowed_hosts: tuple[str, ...] = ("localhost", "127.0.0.1", "::1")
+    allow_insecure_http: bool = False
+    cookie_secure: str = "auto"
+    session_idle_hours: float = 12.0
+    session_max_days: float = 7.0
+    login_max_failures: int = 5
+    login_window_seconds: int = 900
+    password_concurrency: int = 2
     log_level: str = "info"
     log_format: str = "json"
     default_workspace: str = "default"

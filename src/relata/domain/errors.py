@@ -65,6 +65,31 @@ class NotFound(RelataError):
     code = "not_found"
 
 
+class Unauthenticated(RelataError):
+    """No valid credentials: no session or token, or one that expired or was revoked (401).
+    The message never says which, so it cannot be used to probe tokens."""
+
+    code = "unauthorized"
+
+
+class Forbidden(RelataError):
+    """The principal is a member of the workspace but its role does not allow the action,
+    or a cookie-authenticated write lacks its CSRF token (403). Never used for a workspace
+    the principal is not a member of: that is ``NotFound``."""
+
+    code = "forbidden"
+
+
+class RateLimited(RelataError):
+    """Too many failed sign-ins for this account or client address (429)."""
+
+    code = "rate_limited"
+
+    def __init__(self, message: str, *, retry_after: int | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
 class Conflict(RelataError):
     code = "conflict"
 

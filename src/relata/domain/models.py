@@ -17,6 +17,7 @@ from relata.domain.vocabulary import (
     ContradictionStatus,
     RelationshipType,
     Resolution,
+    Role,
     RunOutcome,
 )
 from relata.domain.vocabulary import EntityType as EntityType  # re-exported: entities use it
@@ -83,6 +84,9 @@ class User:
 
 @dataclass(frozen=True, slots=True)
 class Session:
+    """A signed-in browser (``relata.auth.sessions``): only the token's hash is stored; the
+    session ends at ``idle_expiry`` (moved on by use) or ``absolute_expiry``, whichever first."""
+
     id: str
     user_id: str
     workspace_id: str
@@ -90,10 +94,14 @@ class Session:
     created_at: datetime
     idle_expiry: datetime
     absolute_expiry: datetime
+    last_seen_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class ApiToken:
+    """An API token (``relata.auth.tokens``): one workspace, one role, the secret's hash and a
+    short public ``prefix`` to tell it apart; refused once revoked or past ``expires_at``."""
+
     id: str
     workspace_id: str
     user_id: str
@@ -102,6 +110,17 @@ class ApiToken:
     created_at: datetime
     expires_at: datetime | None = None
     revoked_at: datetime | None = None
+    prefix: str = ""
+    role: Role = Role.VIEWER
+    last_used_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Membership:
+    """A user's role in one workspace (``workspace_members``)."""
+
+    workspace: Workspace
+    role: Role
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ from relata.domain.cancel import Cancel
 from relata.domain.models import (
     Actor,
     AliasStatus,
+    ApiToken,
     AuditEvent,
     Chunk,
     Claim,
@@ -31,6 +32,7 @@ from relata.domain.models import (
     Job,
     JobStatus,
     JSONDict,
+    Membership,
     ModelVersion,
     ObservedMention,
     ProcessingRun,
@@ -38,6 +40,7 @@ from relata.domain.models import (
     ProposedRelationship,
     Relationship,
     ReviewStatus,
+    Session,
     User,
     Workspace,
 )
@@ -47,6 +50,7 @@ from relata.domain.vocabulary import (
     ContradictionStatus,
     RelationshipType,
     Resolution,
+    Role,
 )
 
 
@@ -65,9 +69,49 @@ class WorkspaceRepository(Protocol):
 
 class UserRepository(Protocol):
     def create(self, user: User) -> User: ...
+    def get(self, user_id: str) -> User: ...
     def get_by_username(self, username: str) -> User: ...
+    def list(self) -> builtins.list[User]: ...
+    def count(self) -> int: ...
     def set_password_hash(self, user_id: str, password_hash: str) -> None: ...
     def add_member(self, workspace_id: str, user_id: str, role: str) -> None: ...
+    def memberships(self, user_id: str) -> builtins.list[Membership]:
+        """Every workspace the user is a member of, with the role, by slug."""
+        ...
+
+    def role_in(self, user_id: str, workspace_id: str) -> Role | None:
+        """The user's role in that workspace; None when not a member."""
+        ...
+
+
+class SessionRepository(Protocol):
+    """Server-side sessions, found by the token's hash only (``relata.auth.sessions``)."""
+
+    def create(self, session: Session) -> None: ...
+    def get_by_hash(self, token_hash: str) -> Session | None: ...
+    def touch(self, session_id: str, last_seen_at: datetime, idle_expiry: datetime) -> None: ...
+    def delete(self, session_id: str) -> None: ...
+    def delete_for_user(self, user_id: str) -> int: ...
+    def purge_expired(self, now: datetime, limit: int) -> int:
+        """Delete at most ``limit`` sessions past either expiry; returns how many."""
+        ...
+
+
+class ApiTokenRepository(Protocol):
+    """API tokens, found by the secret's hash only (``relata.auth.tokens``)."""
+
+    def create(self, token: ApiToken) -> None: ...
+    def get_by_hash(self, token_hash: str) -> ApiToken | None: ...
+    def get(self, workspace_id: str, token_id: str) -> ApiToken:
+        """NotFound when missing or in another workspace."""
+        ...
+
+    def list(self, workspace_id: str, user_id: str | None = None) -> builtins.list[ApiToken]: ...
+    def revoke(self, workspace_id: str, token_id: str, at: datetime) -> ApiToken:
+        """Set ``revoked_at`` (kept if already set); NotFound as ``get``."""
+        ...
+
+    def mark_used(self, token_id: str, at: datetime) -> None: ...
 
 
 class ItemRepository(Protocol):

@@ -134,6 +134,22 @@ class AuditAction(enum.StrEnum):
     SETTINGS_CHANGED = "settings.changed"
 
 
+class Role(enum.StrEnum):
+    """A member's role in a workspace (``workspace_members.role``, ``api_tokens.role``).
+    Viewers read; editors also upload, review, reprocess and delete; owners also manage."""
+
+    OWNER = "owner"
+    EDITOR = "editor"
+    VIEWER = "viewer"
+
+    @property
+    def rank(self) -> int:
+        return {"viewer": 0, "editor": 1, "owner": 2}[self.value]
+
+    def at_least(self, other: Role) -> bool:
+        return self.rank >= other.rank
+
+
 class ActorKind(enum.StrEnum):
     """Who acted, as the audit log records it (``audit_events.actor_kind``)."""
 

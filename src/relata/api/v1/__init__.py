@@ -2,16 +2,21 @@
 
 Every group but ``system`` reads or writes the database through the caller's workspace, so
 each may answer 503 (``busy``, with Retry-After) while another writer holds the database.
+Every group requires a principal (``relata.api.deps.principal``, added here so that no route
+can forget it: 401 without credentials, 403 for a viewer's write or a missing CSRF token);
+only ``POST /auth/sign-in`` and ``GET /version`` are public.
 """
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Depends
 
+from relata.api.deps import principal
 from relata.api.openapi import errors
 from relata.api.v1 import (
     answers,
     audit,
+    auth,
     claims,
     entities,
     items,
@@ -20,9 +25,23 @@ from relata.api.v1 import (
     relationships,
     search,
     system,
+    tokens,
 )
 
 router = APIRouter(prefix="/api/v1")
 router.include_router(system.router)
-for group in (jobs, items, search, answers, entities, claims, relationships, model_status, audit):
-    router.include_router(group.router, responses=errors(503))
+router.include_router(auth.router, responses=errors(503))
+_GROUPS = (
+    jobs,
+    items,
+    search,
+    answers,
+    entities,
+    claims,
+    relationships,
+    model_status,
+    audit,
+    tokens,
+)
+for group in _GROUPS:
+    router.include_router(group.router, responses=errors(503), dependencies=[Depends(principal)])

@@ -1,8 +1,7 @@
 """GET /api/v1/audit: the caller's workspace's audit log, newest first, filtered and paged.
 
-The issue reserves the log to a workspace's owners; roles come with accounts, and until then
-every request is the local principal (``relata.api.deps``), which may read it. The response
-shapes are in ``relata.schemas.audit``.
+Owners only (another member gets 403 ``forbidden``). The response shapes are in
+``relata.schemas.audit``.
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ from fastapi import APIRouter, Query
 from relata.api.deps import ContainerDep, PrincipalDep
 from relata.api.openapi import errors
 from relata.api.v1.params import Instant, Offset, instant
-from relata.domain.vocabulary import AuditAction
+from relata.domain.vocabulary import AuditAction, Role
 from relata.schemas.audit import AuditEventOut, AuditPage
 
 router = APIRouter(tags=["audit"])
@@ -40,7 +39,9 @@ def list_audit_events(
     offset: Offset = 0,
 ) -> AuditPage:
     """Who did what to which record, when, under which request id: uploads, deletions,
-    reprocessing, review decisions, re-embedding, workspace creation."""
+    reprocessing, review decisions, re-embedding, workspace creation, sign-ins and tokens.
+    Owners only."""
+    p.require(Role.OWNER, "read the audit log")
     events = c.audit.list(
         p.workspace_id,
         action=action,

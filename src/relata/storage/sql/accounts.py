@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import builtins
 from typing import Any
 
 import sqlalchemy as sa
 
 from relata.domain.clock import SystemClock
 from relata.domain.errors import NotFound
-from relata.domain.models import User, Workspace
+from relata.domain.models import Membership, User, Workspace
 from relata.domain.ports import Clock
+from relata.domain.vocabulary import Role
 from relata.storage.sql.engine import Database
 from relata.storage.sql.errors import translate
 from relata.storage.sql.tables import users, workspace_members, workspaces
@@ -103,6 +105,42 @@ class SqlUserRepository:
         if row is None:
             raise NotFound(f"user {username!r} not found")
         return _user(row)
+
+    def get(self, user_id: str) -> User:
+        with self._db.read() as conn:
+            row = conn.execute(sa.select(users).where(users.c.id == user_id)).first()
+        if row is None:
+            raise NotFound("user not found")
+        return _user(row)
+
+    def list(self) -> list[User]:
+        with self._db.read() as conn:
+            rows = conn.execute(sa.select(users).order_by(users.c.username)).all()
+        return [_user(r) for r in rows]
+
+    def count(self) -> int:
+        with self._db.read() as conn:
+            return int(conn.execute(sa.select(sa.func.count()).select_from(users)).scalar_one())
+
+    def memberships(self, user_id: str) -> builtins.list[Membership]:
+        q = (
+            sa.select(workspaces, workspace_members.c.role)
+            .join(workspace_members, workspace_members.c.workspace_id == workspaces.c.id)
+            .where(workspace_members.c.user_id == user_id)
+            .order_by(workspaces.c.slug)
+        )
+        with self._db.read() as conn:
+            rows = conn.execute(q).all()
+        return [Membership(workspace=_workspace(r), role=Role(r.role)) for r in rows]
+
+    def role_in(self, user_id: str, workspace_id: str) -> Role | None:
+        q = sa.select(workspace_members.c.role).where(
+            workspace_members.c.user_id == user_id,
+            workspace_members.c.workspace_id == workspace_id,
+        )
+        with self._db.read() as conn:
+            role = conn.execute(q).scalar_one_or_none()
+        return Role(role) if role is not None else None
 
     def set_password_hash(self, user_id: str, password_hash: str) -> None:
         with self._db.write() as conn:

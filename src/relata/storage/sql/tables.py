@@ -128,6 +128,7 @@ sessions = sa.Table(
     _ts("idle_expiry"),
     _ts("absolute_expiry"),
     sa.Index(None, "absolute_expiry"),
+    sa.Index(None, "user_id"),
 )
 
 api_tokens = sa.Table(
@@ -140,6 +141,10 @@ api_tokens = sa.Table(
     ),
     sa.Column("name", sa.String(100), nullable=False),
     sa.Column("token_hash", sa.String(64), nullable=False, unique=True),
+    # The public part of the token (``rl_<prefix>_...``), so a list can tell tokens apart.
+    sa.Column("prefix", sa.String(16), nullable=False, server_default=""),
+    # owner, editor or viewer in the token's workspace (at most its creator's role).
+    sa.Column("role", sa.String(16), nullable=False, server_default="viewer"),
     _ts("created_at"),
     _ts("expires_at", nullable=True),
     _ts("last_used_at", nullable=True),
