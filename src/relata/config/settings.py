@@ -123,6 +123,33 @@ def _url(*schemes: str) -> Parser:
     return parse
 
 
+_LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+def _issuer(value: str) -> str:
+    """An OpenID issuer, kept exactly (a trailing ``/`` is part of it: the ID token's ``iss``
+    must match it character for character); plain http only on a loopback address."""
+    v = value.strip()
+    if not v:
+        return ""
+    parts = urlsplit(v)
+    if parts.scheme not in {"http", "https"} or not parts.hostname:
+        raise ValueError("not a URL")
+    if parts.scheme == "http" and parts.hostname not in _LOOPBACK_NAMES:
+        raise ValueError("plain http only on a loopback address")
+    if parts.query or parts.fragment:
+        raise ValueError("an issuer has no query or fragment")
+    return v
+
+
+def _provider_name(value: str) -> str:
+    v = value.strip()
+    ok = v.isascii() and all(c.islower() or c.isdigit() or c in "._-" for c in v)
+    if not 1 <= len(v) <= 64 or not ok:
+        raise ValueError("not a provider label")
+    return v
+
+
 def _database_url(value: str) -> str:
     v = value.strip()
     if not v:
@@ -234,6 +261,50 @@ SETTINGS: tuple[Setting, ...] = (
         "2",
         "1-64",
         "Password verifications run at once (each takes ~0.1 s and 64 MiB).",
+    ),
+    # Federated sign-in (OpenID Connect; docs/decisions/0023-federated-sign-in.md).
+    Setting(
+        "RELATA_OIDC_ISSUER",
+        "oidc_issuer",
+        _issuer,
+        "",
+        "an https URL (http only on a loopback address), or empty",
+        "OpenID provider whose sign-in `GET /api/v1/auth/oidc/start` offers; its discovery "
+        "document must name exactly this issuer. Empty turns federated sign-in off.",
+    ),
+    Setting(
+        "RELATA_OIDC_CLIENT_ID",
+        "oidc_client_id",
+        _str,
+        "",
+        "the client id registered at the provider",
+        "Relata's client id at the OpenID provider (the ID token's audience).",
+    ),
+    Setting(
+        "RELATA_OIDC_CLIENT_SECRET",
+        "oidc_client_secret",
+        _str,
+        "",
+        "a secret, or empty",
+        "Relata's client secret at the OpenID provider; never logged.",
+    ),
+    Setting(
+        "RELATA_OIDC_REDIRECT_URL",
+        "oidc_redirect_url",
+        _url("http", "https"),
+        "",
+        "an http(s) URL, or empty",
+        "The callback URL registered at the provider; empty derives it from the request "
+        "(`/api/v1/auth/oidc/callback` on the host asked).",
+    ),
+    Setting(
+        "RELATA_OIDC_PROVIDER_NAME",
+        "oidc_provider_name",
+        _provider_name,
+        "oidc",
+        "1-64 lowercase letters, digits, '.', '_' or '-'",
+        "Label stored with each federated user (`users.oauth_provider`); changing it makes "
+        "every federated user new.",
     ),
     Setting(
         "RELATA_LOG_LEVEL",
@@ -648,6 +719,11 @@ class Settings:
     login_max_failures: int = 5
     login_window_seconds: int = 900
     password_concurrency: int = 2
+    oidc_issuer: str = ""
+    oidc_client_id: str = ""
+    oidc_client_secret: str = dataclasses.field(default="", repr=False)
+    oidc_redirect_url: str = ""
+    oidc_provider_name: str = "oidc"
     log_level: str = "info"
     log_format: str = "json"
     default_workspace: str = "default"
