@@ -15,6 +15,7 @@ from relata.analysis.factory import build_analysis
 from relata.analysis.service import AnalysisService
 from relata.audit import AuditService
 from relata.auth.accounts import AccountService
+from relata.auth.members import MemberService
 from relata.auth.ratelimit import FailureLimiter
 from relata.auth.sessions import SessionService
 from relata.auth.tokens import TokenService
@@ -172,9 +173,10 @@ class Container:
     relationships: RelationshipService
     # The append-only audit log: what the services above record, read by /api/v1/audit.
     audit: AuditService
-    # People and access: accounts, sign-in and sessions, API tokens (relata.auth).
+    # People and access: accounts, sign-in and sessions, API tokens, members (relata.auth).
     accounts: AccountService
     tokens: TokenService
+    members: MemberService
     extras: dict[str, Any] = field(default_factory=dict)
 
     def close(self) -> None:
@@ -340,6 +342,7 @@ def build(
         audit=audit,
         accounts=_build_accounts(settings, clock, repos, audit),
         tokens=TokenService(repos.api_tokens, repos.users, clock, audit=audit),
+        members=MemberService(repos.workspaces, repos.users, clock, audit=audit),
     )
 
 

@@ -9,8 +9,9 @@ Every ``/api/v1`` route but the public ones (sign-in, the version) depends on ``
    synchronizer token, header ``X-CSRF-Token`` or, in an urlencoded form, ``csrf_token``;
 3. else 401 ``unauthorized`` with ``WWW-Authenticate: Bearer``.
 
-The workspace is the session's or the token's; ``X-Relata-Workspace: <slug>`` picks another
-the user is a member of (a token is bound to its own). A workspace the principal is not a
+The workspace is the session's or the token's; a ``{slug}`` path parameter (the routes under
+``/workspaces/{slug}``) or else ``X-Relata-Workspace: <slug>`` picks another the user is a
+member of (a token is bound to its own). A workspace the principal is not a
 member of answers 404 ``not_found`` exactly like one that does not exist, never 403. On an
 unsafe method a viewer is refused with 403 ``forbidden`` (they are a member, nothing leaks),
 except on the routes of ``VIEWER_MAY_WRITE`` (asking, their own tokens, signing out).
@@ -38,7 +39,13 @@ CSRF_HEADER = "x-csrf-token"
 CSRF_FIELD = "csrf_token"
 #: Unsafe endpoints (by route name) a viewer may call: none changes the workspace's knowledge
 #: (asking a question, their own tokens, signing out).
-VIEWER_MAY_WRITE = frozenset({"answers", "create_token", "revoke_token", "sign_out"})
+#: Creating a workspace is open to every signed-in user: it changes none they are a member of.
+VIEWER_MAY_WRITE = frozenset(
+    {"answers", "create_token", "revoke_token", "sign_out", "create_workspace"}
+)
+#: A path parameter of this name is always a workspace's slug, and names the request's
+#: workspace (it wins over the header).
+WORKSPACE_PATH_PARAM = "slug"
 _NO_CREDENTIALS = "sign in, or send Authorization: Bearer <API token>"
 
 
@@ -87,7 +94,10 @@ def _bearer(request: Request) -> str | None:
 
 def _resolve(request: Request, form_csrf: str | None) -> Principal:
     c = container(request)
-    asked = request.headers.get(WORKSPACE_HEADER, "").strip().lower() or None
+    in_path = request.path_params.get(WORKSPACE_PATH_PARAM)
+    asked = (
+        in_path if isinstance(in_path, str) else request.headers.get(WORKSPACE_HEADER, "")
+    ).strip().lower() or None
     secret = _bearer(request)
     if secret is not None:
         found = c.tokens.authenticate(secret)

@@ -110,6 +110,13 @@ class DuplicateKey(Conflict):
         self.constraint = constraint
 
 
+class LastOwner(Conflict):
+    """The change would leave a workspace without an owner (409): nobody could manage its
+    members any more."""
+
+    code = "last_owner"
+
+
 class LeaseLost(Conflict):
     code = "lease_lost"
 

@@ -124,6 +124,18 @@ class Membership:
 
 
 @dataclass(frozen=True, slots=True)
+class Member:
+    """One member of a workspace, as its owners see them (``workspace_members`` with the
+    user's public fields: never a password hash)."""
+
+    user_id: str
+    username: str
+    display_name: str
+    role: Role
+    added_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
 class Item:
     id: str
     workspace_id: str

@@ -32,6 +32,7 @@ from relata.domain.models import (
     Job,
     JobStatus,
     JSONDict,
+    Member,
     Membership,
     ModelVersion,
     ObservedMention,
@@ -61,7 +62,11 @@ class Clock(Protocol):
 
 
 class WorkspaceRepository(Protocol):
-    def create(self, workspace: Workspace) -> Workspace: ...
+    def create(self, workspace: Workspace, *, owner_id: str | None = None) -> Workspace:
+        """DuplicateKey when the slug is taken. With ``owner_id`` that user is made its
+        owner in the same transaction (never a workspace left without the owner asked for)."""
+        ...
+
     def get_by_slug(self, slug: str) -> Workspace: ...
     def get(self, workspace_id: str) -> Workspace: ...
     def list(self) -> list[Workspace]: ...
@@ -81,6 +86,21 @@ class UserRepository(Protocol):
 
     def role_in(self, user_id: str, workspace_id: str) -> Role | None:
         """The user's role in that workspace; None when not a member."""
+        ...
+
+    def members(self, workspace_id: str) -> builtins.list[Member]:
+        """The workspace's members, by username."""
+        ...
+
+    def set_role(self, workspace_id: str, user_id: str, role: str) -> Role:
+        """Change a member's role; returns the previous one. NotFound when not a member,
+        ``LastOwner`` when it would leave the workspace without an owner (checked in the
+        same transaction, so two owners demoting each other cannot both succeed)."""
+        ...
+
+    def remove_member(self, workspace_id: str, user_id: str) -> Role:
+        """Remove a member; returns the role they had. NotFound and ``LastOwner`` as
+        ``set_role``."""
         ...
 
 

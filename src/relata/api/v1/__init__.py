@@ -26,6 +26,7 @@ from relata.api.v1 import (
     search,
     system,
     tokens,
+    workspaces,
 )
 
 router = APIRouter(prefix="/api/v1")
@@ -42,6 +43,7 @@ _GROUPS = (
     model_status,
     audit,
     tokens,
+    workspaces,
 )
 for group in _GROUPS:
     router.include_router(group.router, responses=errors(503), dependencies=[Depends(principal)])

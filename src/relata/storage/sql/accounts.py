@@ -1,4 +1,10 @@
-"""Workspaces, users and memberships."""
+"""Workspaces, users and memberships.
+
+Changing or removing a member checks, in the same write transaction, that the workspace
+keeps an owner. On PostgreSQL the workspace's row is locked first (``FOR UPDATE``), so two
+owners demoting each other are serialized and the second sees the first's change; SQLite's
+``BEGIN IMMEDIATE`` already serializes every writer.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +14,8 @@ from typing import Any
 import sqlalchemy as sa
 
 from relata.domain.clock import SystemClock
-from relata.domain.errors import NotFound
-from relata.domain.models import Membership, User, Workspace
+from relata.domain.errors import LastOwner, NotFound
+from relata.domain.models import Member, Membership, User, Workspace
 from relata.domain.ports import Clock
 from relata.domain.vocabulary import Role
 from relata.storage.sql.engine import Database
@@ -25,7 +31,7 @@ class SqlWorkspaceRepository:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    def create(self, workspace: Workspace) -> Workspace:
+    def create(self, workspace: Workspace, *, owner_id: str | None = None) -> Workspace:
         try:
             with self._db.write() as conn:
                 conn.execute(
@@ -36,6 +42,15 @@ class SqlWorkspaceRepository:
                         created_at=workspace.created_at,
                     )
                 )
+                if owner_id is not None:
+                    conn.execute(
+                        workspace_members.insert().values(
+                            workspace_id=workspace.id,
+                            user_id=owner_id,
+                            role=Role.OWNER.value,
+                            created_at=workspace.created_at,
+                        )
+                    )
         except sa.exc.IntegrityError as exc:
             raise translate(exc, f"workspace {workspace.slug!r} already exists") from exc
         return workspace
@@ -163,3 +178,87 @@ class SqlUserRepository:
                 )
         except sa.exc.IntegrityError as exc:
             raise translate(exc, "user is already a member of that workspace") from exc
+
+    def members(self, workspace_id: str) -> builtins.list[Member]:
+        q = (
+            sa.select(
+                users.c.id,
+                users.c.username,
+                users.c.display_name,
+                workspace_members.c.role,
+                workspace_members.c.created_at,
+            )
+            .join(workspace_members, workspace_members.c.user_id == users.c.id)
+            .where(workspace_members.c.workspace_id == workspace_id)
+            .order_by(users.c.username)
+        )
+        with self._db.read() as conn:
+            rows = conn.execute(q).all()
+        return [
+            Member(
+                user_id=r.id,
+                username=r.username,
+                display_name=r.display_name,
+                role=Role(r.role),
+                added_at=r.created_at,
+            )
+            for r in rows
+        ]
+
+    def set_role(self, workspace_id: str, user_id: str, role: str) -> Role:
+        with self._db.write() as conn:
+            before = self._lock_member(conn, workspace_id, user_id)
+            if before is Role.OWNER and role != Role.OWNER.value:
+                self._keep_an_owner(conn, workspace_id)
+            conn.execute(
+                workspace_members.update()
+                .where(
+                    workspace_members.c.workspace_id == workspace_id,
+                    workspace_members.c.user_id == user_id,
+                )
+                .values(role=role)
+            )
+        return before
+
+    def remove_member(self, workspace_id: str, user_id: str) -> Role:
+        with self._db.write() as conn:
+            before = self._lock_member(conn, workspace_id, user_id)
+            if before is Role.OWNER:
+                self._keep_an_owner(conn, workspace_id)
+            conn.execute(
+                workspace_members.delete().where(
+                    workspace_members.c.workspace_id == workspace_id,
+                    workspace_members.c.user_id == user_id,
+                )
+            )
+        return before
+
+    @staticmethod
+    def _lock_member(conn: sa.Connection, workspace_id: str, user_id: str) -> Role:
+        """Lock the workspace's row (PostgreSQL; a no-op on SQLite) and return the member's
+        current role, or NotFound."""
+        conn.execute(
+            sa.select(workspaces.c.id).where(workspaces.c.id == workspace_id).with_for_update()
+        )
+        role = conn.execute(
+            sa.select(workspace_members.c.role).where(
+                workspace_members.c.workspace_id == workspace_id,
+                workspace_members.c.user_id == user_id,
+            )
+        ).scalar_one_or_none()
+        if role is None:
+            raise NotFound("member not found")
+        return Role(role)
+
+    @staticmethod
+    def _keep_an_owner(conn: sa.Connection, workspace_id: str) -> None:
+        owners = conn.execute(
+            sa.select(sa.func.count())
+            .select_from(workspace_members)
+            .where(
+                workspace_members.c.workspace_id == workspace_id,
+                workspace_members.c.role == Role.OWNER.value,
+            )
+        ).scalar_one()
+        if int(owners) <= 1:
+            raise LastOwner("a workspace must keep at least one owner; make another owner first")
