@@ -16,6 +16,7 @@ from relata.analysis.service import AnalysisService
 from relata.audit import AuditService
 from relata.auth.accounts import AccountService
 from relata.auth.members import MemberService
+from relata.auth.oidc import OidcService, oidc_config_from
 from relata.auth.ratelimit import FailureLimiter
 from relata.auth.sessions import SessionService
 from relata.auth.tokens import TokenService
@@ -75,6 +76,7 @@ from relata.storage.sql.claims import SqlClaimRepository, SqlContradictionReposi
 from relata.storage.sql.credentials import SqlApiTokenRepository, SqlSessionRepository
 from relata.storage.sql.engine import Database
 from relata.storage.sql.entities import SqlEntityRepository
+from relata.storage.sql.identities import SqlFederatedIdentities
 from relata.storage.sql.items import SqlItemRepository
 from relata.storage.sql.jobs import SqlJobRepository
 from relata.storage.sql.knowledge import SqlRelationshipRepository
@@ -177,6 +179,8 @@ class Container:
     accounts: AccountService
     tokens: TokenService
     members: MemberService
+    # Federated sign-in (OpenID Connect); None when RELATA_OIDC_ISSUER is empty.
+    oidc: OidcService | None = None
     extras: dict[str, Any] = field(default_factory=dict)
 
     def close(self) -> None:
@@ -186,6 +190,8 @@ class Container:
         self.analysis.close()
         self.search.close()
         self.vectors.close()
+        if self.oidc is not None:
+            self.oidc.close()
         self.db.dispose()
 
     def worker_pool(self, *, workers: int | None = None, name: str | None = None) -> WorkerPool:
@@ -303,6 +309,7 @@ def build(
         contradictions=repos.contradictions,
         relationships=repos.relationships,
     )
+    accounts = _build_accounts(settings, clock, repos, audit)
     return Container(
         settings=settings,
         clock=clock,
@@ -340,10 +347,26 @@ def build(
         claims=ClaimService(repos.claims, repos.contradictions, repos.items, audit=audit),
         relationships=relationship_service,
         audit=audit,
-        accounts=_build_accounts(settings, clock, repos, audit),
+        accounts=accounts,
         tokens=TokenService(repos.api_tokens, repos.users, clock, audit=audit),
         members=MemberService(repos.workspaces, repos.users, clock, audit=audit),
+        oidc=_build_oidc(settings, clock, db, accounts, audit),
     )
+
+
+def _build_oidc(
+    settings: Settings, clock: Clock, db: Database, accounts: AccountService, audit: AuditService
+) -> OidcService | None:
+    config = oidc_config_from(
+        settings.oidc_issuer,
+        settings.oidc_client_id,
+        settings.oidc_client_secret,
+        settings.oidc_redirect_url,
+        settings.oidc_provider_name,
+    )
+    if config is None:
+        return None
+    return OidcService(config, SqlFederatedIdentities(db), accounts, clock, audit=audit)
 
 
 def _build_accounts(

@@ -4,7 +4,8 @@ Every group but ``system`` reads or writes the database through the caller's wor
 each may answer 503 (``busy``, with Retry-After) while another writer holds the database.
 Every group requires a principal (``relata.api.deps.principal``, added here so that no route
 can forget it: 401 without credentials, 403 for a viewer's write or a missing CSRF token);
-only ``POST /auth/sign-in`` and ``GET /version`` are public.
+only ``POST /auth/sign-in``, ``GET /version`` and the two federated sign-in steps
+(``relata.api.v1.oidc``) are public.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from relata.api.v1 import (
     items,
     jobs,
     model_status,
+    oidc,
     relationships,
     search,
     system,
@@ -32,6 +34,8 @@ from relata.api.v1 import (
 router = APIRouter(prefix="/api/v1")
 router.include_router(system.router)
 router.include_router(auth.router, responses=errors(503))
+# Federated sign-in: public browser navigations (start, callback), not in the schema yet.
+router.include_router(oidc.router)
 _GROUPS = (
     jobs,
     items,
