@@ -322,3 +322,29 @@ def test_racing_provisions_converge_on_the_index(c: Container, oidc: OidcService
 @pytest.fixture
 def c(container: Container) -> Container:
     return container
+
+
+def test_an_error_answer_from_the_provider_is_refused(c: Container) -> None:
+    """The person declined at the provider: it sends ``error`` instead of a code."""
+    with browser(c) as client:
+        url = start(client)
+        state = parse_qs(urlsplit(url).query)["state"][0]
+        r = client.get(
+            "/api/v1/auth/oidc/callback",
+            params={"error": "access_denied", "state": state, "iss": c.settings.oidc_issuer},
+        )
+        refused(r, 401, c)
+        assert "access_denied" in r.json()["error"]["message"]
+
+
+def test_federated_sign_in_is_off_without_an_issuer(tmp_path: Path) -> None:
+    c = build(Settings(data_dir=str(tmp_path / "data")))
+    try:
+        assert c.oidc is None
+        with browser(c) as client:
+            for path in ("/api/v1/auth/oidc/start", "/api/v1/auth/oidc/callback"):
+                r = client.get(path)
+                assert r.status_code == 404, r.text
+                assert r.json()["error"]["code"] == "not_found"
+    finally:
+        c.close()
