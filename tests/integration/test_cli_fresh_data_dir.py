@@ -39,6 +39,8 @@ READING = {
     "audit": ["audit"],
     "users": ["users", "list"],
     "tokens": ["tokens", "list"],
+    "workspaces": ["workspaces", "list"],
+    "members": ["members", "list"],
 }
 # Commands that write: they create and migrate the database, and say so.
 WRITING = {

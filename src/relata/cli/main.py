@@ -34,6 +34,7 @@ from relata.cli import (
     reprocess,
     search,
     serve,
+    workspaces,
 )
 from relata.cli.common import CliError, run_command
 
@@ -67,6 +68,7 @@ _COMMANDS: tuple[ModuleType | Deferred, ...] = (
     reembed,
     audit,
     accounts,
+    workspaces,
     _BENCH,
     admin,
 )
