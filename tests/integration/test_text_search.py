@@ -422,34 +422,153 @@ def test_container_exposes_text_search(container: Container) -> None:
     assert _ids(container.text_search.search_items(ws.id, "wiring", limit=5)) == [item.id]
 
 
+# A point lookup: a row by rowid or primary key, an item by workspace + id in the covering
+# index ix_items_search_filter.
 _POINT = re.compile(r"\((rowid|id)=\?\)$|\(workspace_id=\? AND id=\?( AND deleted_at=\?)?\)$")
+_BY_WORKSPACE = re.compile(r"^SEARCH (items|chunks) USING (COVERING )?INDEX \w+ \(workspace_id=\?")
 
 
-def test_sqlite_plan_is_driven_by_the_fts_index(tmp_path: Path) -> None:
-    """Guards the query shape (see _sqlite_items): FTS5 scans and sorts by rank, items are
-    reached by point lookups. A join driven from the workspace index probes FTS per item."""
+def test_sqlite_plans_are_driven_by_the_index_and_the_workspace(tmp_path: Path) -> None:
+    """Guards the query shapes (see _Bm25Leg): a term's postings are one seek in the FTS5
+    vocabulary and nothing else; the workspace's sizes come from its own index range with
+    point lookups; the highlighter makes one pass over the MATCH, the page's rowids being
+    checked by SQLite (handed to FTS5 they would re-run the MATCH once per rowid)."""
     db = Database.from_url(f"sqlite:///{tmp_path / 'plan.db'}")
-    statements: list[tuple[str, object]] = []
-
-    def capture(_c: object, _cur: object, sql: str, params: object, *_: object) -> None:
-        if "_fts" in sql and not sql.startswith("EXPLAIN"):
-            statements.append((sql, params))
-
+    statements: list[str] = []
     try:
         migrate.upgrade(db)
-        sa.event.listen(db.engine, "before_cursor_execute", capture)
-        search = SqlTextSearch(db)
-        search.search_items(new_id(), "light", limit=5)
-        search.search_chunks(new_id(), "light", limit=5)
-        assert len(statements) == 2
+        ws = SqlWorkspaceRepository(db).create(
+            Workspace(id=new_id(), slug="w", name="W", created_at=NOW)
+        )
+        repos = (SqlItemRepository(db), SqlChunkRepository(db), SqlTextSearch(db))
+        store = Store(db, *repos, ws.id, ws.id)
+        store.add(ws.id, "Light", "light matters", pieces=["light", "matters"])
+        # Some statements go to the DB-API cursor directly: trace them at the driver.
+        db.engine.dispose()
+        sa.event.listen(
+            db.engine, "connect", lambda conn, _: conn.set_trace_callback(statements.append)
+        )
+        assert store.search.search_items(ws.id, "light", limit=5)
+        assert store.search.search_chunks(ws.id, "light", limit=5, item_ids=["x", "y"]) == []
+        assert store.search.search_chunks(ws.id, "light", limit=5)
+        kinds: dict[str, int] = {}
         with db.read() as conn:
-            for sql, params in statements:
-                plan = [r[3] for r in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}", params)]
-                assert re.match(r"SCAN (items|chunks)_fts VIRTUAL TABLE", plan[0]), plan
-                assert not any("TEMP B-TREE" in step for step in plan), plan  # FTS5 sorts
-                lookups = [step for step in plan if step.startswith("SEARCH")]
-                # Only point lookups: a chunk's row, then its item by primary key (or by
-                # workspace + id in the covering index ix_items_search_filter).
-                assert lookups and all(_POINT.search(x) for x in lookups), plan
+            fts = [x for x in statements if x.startswith("SELECT") and "_fts" in x]
+            for sql in [x for x in fts if "sqlite_schema" not in x]:  # the tokenizer's option
+                plan = [r[3] for r in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}")]
+                if "_instance" in sql:
+                    kind = "postings"
+                    assert re.match(r"SCAN temp\.relata_\w+_instance VIRTUAL TABLE", plan[0])
+                    assert not any(step.startswith(("SCAN", "SEARCH")) for step in plan[1:])
+                elif "_docsize" in sql:
+                    kind = "sizes"
+                    assert _BY_WORKSPACE.match(plan[0]), plan
+                    assert all(_POINT.search(x) for x in plan[1:]), plan
+                else:
+                    kind = "highlight"
+                    assert re.fullmatch(
+                        r"SCAN (items|chunks)_fts VIRTUAL TABLE INDEX 0:M\d", plan[0]
+                    )
+                    assert len(plan) == 1, plan
+                kinds[kind] = kinds.get(kind, 0) + 1
+        # Three leg runs read sizes and postings; two found something to highlight.
+        assert kinds == {"postings": 3, "sizes": 3, "highlight": 2}, kinds
     finally:
         db.dispose()
+
+
+def _fts5_bm25(db: Database, table: str, weights: str, query: str) -> dict[int, float]:
+    with db.read() as conn:
+        rows = conn.exec_driver_sql(
+            f"SELECT rowid, bm25({table}{weights}) FROM {table} WHERE {table} MATCH ?",
+            (fts5_query(query_terms(query)),),
+        ).all()
+    return {rowid: -score for rowid, score in rows}
+
+
+def _rowids(db: Database, table: str, ids: Sequence[str]) -> list[int]:
+    with db.read() as conn:
+        found = dict(
+            conn.exec_driver_sql(
+                f"SELECT id, rowid FROM {table} WHERE id IN ({','.join('?' * len(ids))})",
+                tuple(ids),
+            ).all()
+        )
+    return [found[i] for i in ids]
+
+
+def test_sqlite_scores_are_fts5_bm25_over_a_lone_workspace(tmp_path: Path) -> None:
+    """With one workspace and nothing deleted, the workspace's statistics are the index's:
+    the scores computed here are exactly what FTS5's own bm25() says (title weighted)."""
+    db = Database.from_url(f"sqlite:///{tmp_path / 'bm25.db'}")
+    try:
+        migrate.upgrade(db)
+        ws = SqlWorkspaceRepository(db).create(
+            Workspace(id=new_id(), slug="w", name="W", created_at=NOW)
+        )
+        store = Store(
+            db, SqlItemRepository(db), SqlChunkRepository(db), SqlTextSearch(db), ws.id, ws.id
+        )
+        words = ["enzyme", "protein", "cell", "light", "water", "membrane", "signal"]
+        for n in range(40):
+            body = " ".join(words[(n * k) % len(words)] for k in range(1, 3 + n % 11))
+            store.add(ws.id, f"{words[n % 7]} report {n}", body, pieces=[body, f"{body} {n}"])
+        for query in ("enzyme", "protein membrane", "light signal water cell", "reports"):
+            hits = store.search.search_items(ws.id, query, limit=100)
+            expected = _fts5_bm25(db, "items_fts", ", 2.0, 1.0", query)
+            assert len(hits) == len(expected) > 0
+            for rowid, hit in zip(_rowids(db, "items", _ids(hits)), hits, strict=True):
+                assert hit.score == pytest.approx(expected[rowid], rel=1e-12, abs=1e-15)
+            chunk_hits = store.search.search_chunks(ws.id, query, limit=200)
+            expected = _fts5_bm25(db, "chunks_fts", "", query)
+            assert len(chunk_hits) == len(expected)
+            assert chunk_hits or query == "reports"  # a word of the titles only
+            for rowid, ch in zip(_rowids(db, "chunks", _ids(chunk_hits)), chunk_hits, strict=True):
+                assert ch.score == pytest.approx(expected[rowid], rel=1e-12, abs=1e-15)
+            scores = [h.score for h in hits]
+            assert scores == sorted(scores, reverse=True)
+    finally:
+        db.dispose()
+
+
+def test_sqlite_a_term_the_index_splits_is_matched_as_a_phrase(tmp_path: Path) -> None:
+    """U+19B0 is a letter to Python but a separator to unicode61: the query term
+    'xylem\u19b0phloem' is two index tokens, which FTS5 matches as a phrase, so the
+    vocabulary-based scoring must too (consecutive positions in one column)."""
+    db = Database.from_url(f"sqlite:///{tmp_path / 'phrase.db'}")
+    try:
+        migrate.upgrade(db)
+        ws = SqlWorkspaceRepository(db).create(
+            Workspace(id=new_id(), slug="w", name="W", created_at=NOW)
+        )
+        store = Store(
+            db, SqlItemRepository(db), SqlChunkRepository(db), SqlTextSearch(db), ws.id, ws.id
+        )
+        phrase = store.add(ws.id, "Vessels", "The xylem phloem bundle; xylem phloem again.")
+        store.add(ws.id, "Reversed", "The phloem and the xylem are apart.")
+        store.add(ws.id, "Other", "Roots take up water.")
+        query = "xylem\u19b0phloem"
+        hits = store.search.search_items(ws.id, query, limit=5)
+        assert _ids(hits) == [phrase.id]
+        assert hits[0].matched_terms == ("xylem phloem",)  # FTS5 marks the phrase whole
+        expected = _fts5_bm25(db, "items_fts", ", 2.0, 1.0", query)
+        assert hits[0].score == pytest.approx(next(iter(expected.values())), rel=1e-12)
+        chunk_hits = store.search.search_chunks(ws.id, query, limit=5)
+        assert [h.item_id for h in chunk_hits] == [phrase.id]
+        assert len(chunk_hits[0].highlights) == 2
+    finally:
+        db.dispose()
+
+
+def test_filters_do_not_change_scores(store: Store) -> None:
+    """Type, date and item filters choose which rows come back, not how they score."""
+    old = store.add(store.a, "Old", "enzyme kinetics", created_at=datetime(2020, 1, 1, tzinfo=UTC))
+    store.add(store.a, "New", "enzyme enzyme", source_type=SourceType.MARKDOWN)
+    every = {h.id: h.score for h in store.search.search_items(store.a, "enzyme", limit=5)}
+    typed = store.search.search_items(store.a, "enzyme", limit=5, source_type="text")
+    assert [(h.id, h.score) for h in typed] == [(old.id, every[old.id])]
+    chunks_all = {
+        h.chunk_id: h.score for h in store.search.search_chunks(store.a, "enzyme", limit=5)
+    }
+    only = store.search.search_chunks(store.a, "enzyme", limit=5, item_ids=[old.id])
+    assert [h.score for h in only] == [chunks_all[only[0].chunk_id]]

@@ -1,28 +1,50 @@
 """The full-text legs of search, on both SQL dialects: items (title + text) and chunks (text).
 
-SQLite ranks with FTS5 ``bm25()`` over the external-content tables migration 0002 keeps in step
-with triggers; PostgreSQL ranks with ``ts_rank`` over generated ``tsvector`` columns (GIN
-indexes). Every query starts from ``ws_filter`` and keeps only live items.
+SQLite matches with the FTS5 external-content tables migration 0002 keeps in step with
+triggers, but ranks with BM25 computed here over the **workspace's own statistics**; PostgreSQL
+ranks with ``ts_rank`` over generated ``tsvector`` columns (GIN indexes), which uses only the
+document's own term frequencies. Every query starts from ``ws_filter`` and keeps only live
+items.
+
+Why not FTS5's ``bm25()``: the FTS5 index is one index for every workspace, and ``bm25()``
+takes the number of rows, the average row length and each term's document frequency over
+the whole index, so a member of A could tell from A's scores whether a rare word occurs in
+B. Here the same formula (FTS5's constants, so over a single workspace the scores are
+``bm25()``'s) takes them from the workspace's live rows only: the rows and their token
+counts from FTS5's ``%_docsize`` table, each term's postings (rows, columns, positions) from
+an ``fts5vocab`` instance table over the same index, kept only for the workspace's live rows
+(another workspace's rows can cost time, never change a score). Query terms are reduced to
+index tokens by FTS5's own tokenizer (the one the table was created with, read from its
+schema) on a private in-memory database, so stemming and folding agree exactly with what the
+index holds. See docs/decisions/0021-per-workspace-text-statistics.md.
 
 User text is never passed through as query syntax. ``query_terms`` reduces it to at most
 ``MAX_TERMS`` plain word tokens (letters and digits only, lower-cased, NFKC-normalised, common
 English stop words dropped unless nothing else is left); each token then becomes a quoted FTS5
-string, or a ``plainto_tsquery`` bound as a parameter, and the terms are ORed: a document needs
-one term to match, and ranking puts documents with more (and rarer, on SQLite) terms first.
+string (or a vocabulary lookup), or a ``plainto_tsquery`` bound as a parameter, and the terms
+are ORed: a document needs one term to match, and ranking puts documents with more (and
+rarer, on SQLite) terms first.
 
-Equal scores keep index order on SQLite (deterministic for the same contents) and id order on
-PostgreSQL. Matched terms and highlight offsets come from the database's own highlighter (FTS5
-``highlight()``/``snippet()``, PostgreSQL ``ts_headline``), run only on the page of hits being
-returned, so they agree exactly with what the index matched, stemming included. Highlight
-offsets are indexes into the Python ``str`` of the chunk text (code points, end exclusive).
+Equal scores keep rowid (insertion) order on SQLite, which other workspaces' rows cannot
+reorder, and id order on PostgreSQL. Matched terms and highlight offsets come from the
+database's own highlighter (FTS5 ``highlight()``/``snippet()``, PostgreSQL ``ts_headline``),
+run only on the page of hits being returned, so they agree exactly with what the index
+matched, stemming included; neither uses corpus statistics. Highlight offsets are indexes
+into the Python ``str`` of the chunk text (code points, end exclusive).
 See docs/decisions/0009-full-text-and-rank-fusion.md.
 """
 
 from __future__ import annotations
 
+import functools
+import heapq
+import math
 import re
+import threading
 import unicodedata
-from collections.abc import Sequence
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -47,6 +69,12 @@ _SNIPPET_TOKENS = 64
 # ts_headline parses all the text it is given (~0.15 ms per 1,500 characters), so an item's
 # matched terms on PostgreSQL come from the title and the best passage of this much text.
 _PG_HEADLINE_CHARS = 20_000
+# FTS5 bm25()'s constants (fts5_aux.c), so that over one workspace the scores are bm25()'s.
+_BM25_K1 = 1.2
+_BM25_B = 0.75
+_BM25_MIN_IDF = 1e-6  # a term in more than half the rows would get a negative IDF
+# Distinct query terms whose index tokens are remembered (per tokenizer) before starting over.
+_TOKEN_CACHE_TERMS = 4096
 
 # The 33-word English stop set of Lucene's classic analyzers: function words that occur in
 # nearly every document, so they add no ranking signal, yet an OR over them touches the whole
@@ -145,7 +173,8 @@ def _fts(name: str) -> Any:
 
 
 class SqlTextSearch:
-    """``TextSearch`` over the SQL store: BM25 on SQLite (FTS5), ``ts_rank`` on PostgreSQL."""
+    """``TextSearch`` over the SQL store: BM25 over the workspace's statistics on SQLite
+    (FTS5 matching), ``ts_rank`` on PostgreSQL."""
 
     def __init__(self, db: Database, *, title_weight: float = DEFAULT_TITLE_WEIGHT) -> None:
         if not 0 < title_weight <= 100:
@@ -165,55 +194,59 @@ class SqlTextSearch:
         created_to: datetime | None = None,
     ) -> list[TextHit]:
         """Live items of the workspace matching any query term, best first."""
-        where = [ws_filter(items, workspace_id), items.c.deleted_at.is_(None)]
+        scope = [ws_filter(items, workspace_id), items.c.deleted_at.is_(None)]
         limit = _check_limit(limit)
         terms = query_terms(query)
         if not terms:
             return []
-        where.extend(item_filters(source_type, created_from, created_to))
+        filters = item_filters(source_type, created_from, created_to)
         if self._db.dialect == "sqlite":
-            return self._sqlite_items(terms, where, limit)
-        return self._pg_items(terms, where, limit)
+            return self._sqlite_items(terms, scope, filters, limit)
+        return self._pg_items(terms, [*scope, *filters], limit)
 
-    def _sqlite_items(self, terms: list[str], where: list[Any], limit: int) -> list[TextHit]:
-        # One FTS5 query: FTS5 sorts its matches by `rank` itself (ORDER BY rank is consumed
-        # by the virtual table), SQLite streams them in order through the workspace/liveness
-        # check (a rowid lookup) and stops at the limit, so highlight()/snippet() run only for
-        # the rows returned. A join instead lets the planner drive from the workspace index
-        # and probe the FTS index once per item of the workspace: 100x slower.
-        live_id = (
-            sa.select(items.c.id)
-            .where(*where, _fts("items.rowid") == _fts("items_fts.rowid"))
-            .scalar_subquery()
+    def _sqlite_items(
+        self, terms: list[str], scope: list[Any], filters: list[Any], limit: int
+    ) -> list[TextHit]:
+        leg = _Bm25Leg(
+            fts="items_fts",
+            rowid=_fts("items.rowid"),
+            source=items,
+            scope=scope,
+            passes=filters,
+            weights={"title": self._title_weight, "text": 1.0},
         )
-        rank, fts = _fts("items_fts.rank"), _fts("items_fts")
-        query = (
-            sa.select(
-                live_id.label("id"),
-                rank.label("score"),
-                sa.func.highlight(fts, 0, _OPEN, _CLOSE).label("title"),
-                sa.func.snippet(fts, 1, _OPEN, _CLOSE, "", _SNIPPET_TOKENS).label("text"),
-            )
-            .select_from(sa.table("items_fts"))
-            .where(
-                fts.op("MATCH")(fts5_query(terms)),
-                rank.op("MATCH")(f"bm25({self._title_weight:.6f}, 1.0)"),
-                live_id.is_not(None),
-            )
-            .order_by(rank)
-            .limit(limit)
-        )
+        fts = _fts("items_fts")
         with self._db.read() as conn:
-            rows = conn.execute(query).all()
-        return [
-            TextHit(
-                id=r.id,
-                score=-float(r.score),  # bm25() is "lower is better"
-                rank=n,
-                matched_terms=_distinct([*_marked_words(r.title), *_marked_words(r.text)]),
-            )
-            for n, r in enumerate(rows, start=1)
-        ]
+            page = leg.top(conn, terms, limit)
+            if not page:
+                return []
+            docs = [doc for doc, _ in page]
+            ids = {
+                r.doc: r.id
+                for r in conn.execute(
+                    sa.select(_fts("items.rowid").label("doc"), items.c.id).where(
+                        _in_rowids("items.rowid", docs)
+                    )
+                )
+            }
+            marks = {
+                m.doc: (m.title, m.text)
+                for m in conn.execute(
+                    sa.select(
+                        _fts("items_fts.rowid").label("doc"),
+                        sa.func.highlight(fts, 0, _OPEN, _CLOSE).label("title"),
+                        sa.func.snippet(fts, 1, _OPEN, _CLOSE, "", _SNIPPET_TOKENS).label("text"),
+                    )
+                    .select_from(sa.table("items_fts"))
+                    .where(fts.op("MATCH")(fts5_query(terms)), _in_rowids("+items_fts.rowid", docs))
+                )
+            }
+        hits = []
+        for n, (doc, score) in enumerate(page, start=1):
+            title, text = marks.get(doc, (None, None))
+            words = _distinct([*_marked_words(title), *_marked_words(text)])
+            hits.append(TextHit(id=ids[doc], score=score, rank=n, matched_terms=words))
+        return hits
 
     def _pg_items(self, terms: list[str], where: list[Any], limit: int) -> list[TextHit]:
         tsq = _pg_tsquery(terms)
@@ -265,62 +298,68 @@ class SqlTextSearch:
 
         ``item_ids`` restricts the search to those items (``[]`` finds nothing).
         """
-        where = [
+        scope = [
             ws_filter(chunks, workspace_id),
             ws_filter(items, workspace_id),
             items.c.deleted_at.is_(None),
         ]
+        filters: list[Any] = []
         limit = _check_limit(limit)
         if item_ids is not None:
             if len(item_ids) > MAX_ITEM_IDS:
                 raise ValidationError(f"at most {MAX_ITEM_IDS} item ids", field="item_ids")
             if not item_ids:
                 return []
-            where.append(chunks.c.item_id.in_(list(item_ids)))
+            filters.append(chunks.c.item_id.in_(list(item_ids)))
         terms = query_terms(query)
         if not terms:
             return []
         if self._db.dialect == "sqlite":
-            return self._sqlite_chunks(workspace_id, terms, where, limit)
-        return self._pg_chunks(terms, where, limit)
+            return self._sqlite_chunks(terms, scope, filters, limit)
+        return self._pg_chunks(terms, [*scope, *filters], limit)
 
     def _sqlite_chunks(
-        self, workspace_id: str, terms: list[str], where: list[Any], limit: int
+        self, terms: list[str], scope: list[Any], filters: list[Any], limit: int
     ) -> list[ChunkTextHit]:
-        # The same single-table shape as _sqlite_items (see there for why).
-        this_chunk = _fts("chunks.rowid") == _fts("chunks_fts.rowid")
-        live = chunks.join(items, items.c.id == chunks.c.item_id)
-        chunk_id = (
-            sa.select(chunks.c.id).select_from(live).where(*where, this_chunk).scalar_subquery()
+        leg = _Bm25Leg(
+            fts="chunks_fts",
+            rowid=_fts("chunks.rowid"),
+            source=chunks.join(items, items.c.id == chunks.c.item_id),
+            scope=scope,
+            passes=filters,
+            weights={"text": 1.0},
         )
-        item_id = (
-            sa.select(chunks.c.item_id)
-            .where(ws_filter(chunks, workspace_id), this_chunk)
-            .scalar_subquery()
-        )
-        rank = _fts("chunks_fts.rank")
-        query = (
-            sa.select(
-                chunk_id.label("id"),
-                item_id.label("item_id"),
-                rank.label("score"),
-                _fts("chunks_fts.text").label("text"),
-                sa.func.highlight(_fts("chunks_fts"), 0, _OPEN, _CLOSE).label("marked"),
-            )
-            .select_from(sa.table("chunks_fts"))
-            .where(
-                _fts("chunks_fts").op("MATCH")(fts5_query(terms)),
-                rank.op("MATCH")("bm25()"),
-                chunk_id.is_not(None),
-            )
-            .order_by(rank)
-            .limit(limit)
-        )
+        fts = _fts("chunks_fts")
         with self._db.read() as conn:
-            rows = conn.execute(query).all()
+            page = leg.top(conn, terms, limit)
+            if not page:
+                return []
+            docs = [doc for doc, _ in page]
+            keys = {
+                r.doc: (r.id, r.item_id)
+                for r in conn.execute(
+                    sa.select(
+                        _fts("chunks.rowid").label("doc"), chunks.c.id, chunks.c.item_id
+                    ).where(_in_rowids("chunks.rowid", docs))
+                )
+            }
+            marks = {
+                m.doc: (m.text or "", m.marked or "")
+                for m in conn.execute(
+                    sa.select(
+                        _fts("chunks_fts.rowid").label("doc"),
+                        _fts("chunks_fts.text").label("text"),
+                        sa.func.highlight(fts, 0, _OPEN, _CLOSE).label("marked"),
+                    )
+                    .select_from(sa.table("chunks_fts"))
+                    .where(
+                        fts.op("MATCH")(fts5_query(terms)), _in_rowids("+chunks_fts.rowid", docs)
+                    )
+                )
+            }
         return [
-            _chunk_hit(r.id, r.item_id, -float(r.score), n, r.text or "", r.marked or "")
-            for n, r in enumerate(rows, start=1)
+            _chunk_hit(*keys[doc], score, n, *marks.get(doc, ("", "")))
+            for n, (doc, score) in enumerate(page, start=1)
         ]
 
     def _pg_chunks(self, terms: list[str], where: list[Any], limit: int) -> list[ChunkTextHit]:
@@ -363,6 +402,224 @@ class SqlTextSearch:
         with self._db.write() as conn:
             conn.exec_driver_sql("INSERT INTO items_fts(items_fts) VALUES ('rebuild')")
             conn.exec_driver_sql("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
+
+
+@dataclass(frozen=True, slots=True)
+class _Bm25Leg:
+    """BM25 over one FTS5 table, with every statistic taken from the workspace's live rows.
+
+    ``source`` is the content table (joined to ``items`` for chunks) and ``scope`` its
+    workspace and liveness conditions: they decide the statistics. ``passes`` are the further
+    filters (type, dates, item ids): they decide only which rows are returned, so a filter
+    never changes a row's score. ``weights`` maps FTS5 column names to BM25 column weights.
+
+    Cost, per query: one read of the workspace's row sizes (an index range plus a primary-key
+    lookup per row) and one seek per query token in the vocabulary, whose postings are
+    filtered here against the workspace's rows. Both are read through the DB-API cursor of
+    the same transaction: they are the bulk of the work, and SQLAlchemy rows cost more than
+    the reads themselves. The highlighter then runs on the page only (see the callers).
+    """
+
+    fts: str
+    rowid: Any
+    source: Any
+    scope: list[Any]
+    passes: list[Any]
+    weights: Mapping[str, float]
+
+    def top(self, conn: sa.Connection, terms: Sequence[str], limit: int) -> list[tuple[int, float]]:
+        """``(rowid, score)`` of the best ``limit`` rows passing the filters: score
+        descending, equal scores in rowid (insertion) order."""
+        tokens = _tokenizer(conn, self.fts).tokens(terms)
+        if not any(tokens):
+            return []
+        lengths = self._lengths(conn)
+        if not lengths:
+            return []
+        rows, total = len(lengths), sum(lengths.values())
+        if not total:
+            return []
+        wanted = self._passing(conn)
+        vocab = _vocabulary(conn, self.fts)
+        k1, b = _BM25_K1, _BM25_B
+        avgdl = total / rows
+        norms: dict[int, float] = {}
+        scores: dict[int, float] = {}
+        for phrase in tokens:
+            freqs = self._frequencies(conn, vocab, phrase, lengths)
+            if not freqs:
+                continue
+            n = len(freqs)
+            idf = max(math.log((rows - n + 0.5) / (n + 0.5)), _BM25_MIN_IDF)
+            # Term by term, each row's sum grows in query order, as in FTS5's bm25().
+            for doc, f in freqs.items():
+                if wanted is not None and doc not in wanted:
+                    continue
+                norm = norms.get(doc)
+                if norm is None:
+                    norm = norms[doc] = k1 * (1 - b + b * lengths[doc] / avgdl)
+                scores[doc] = scores.get(doc, 0.0) + idf * ((f * (k1 + 1.0)) / (f + norm))
+        return heapq.nsmallest(limit, scores.items(), key=lambda ds: (-ds[1], ds[0]))
+
+    def _lengths(self, conn: sa.Connection) -> dict[int, int]:
+        """rowid -> tokens (all columns) of every live row of the workspace."""
+        docsize = sa.table(f"{self.fts}_docsize", sa.column("id"), sa.column("sz"))
+        query = (
+            sa.select(docsize.c.id, docsize.c.sz)
+            .select_from(self.source.join(docsize, docsize.c.id == self.rowid))
+            .where(*self.scope)
+        )
+        return {doc: _token_count(sz) for doc, sz in _driver_rows(conn, query)}
+
+    def _passing(self, conn: sa.Connection) -> set[int] | None:
+        """The workspace's rows the filters keep; ``None`` when there are no filters."""
+        if not self.passes:
+            return None
+        query = sa.select(self.rowid).select_from(self.source).where(*self.scope, *self.passes)
+        return {doc for (doc,) in conn.execute(query)}
+
+    def _frequencies(
+        self,
+        conn: sa.Connection,
+        vocab: str,
+        phrase: Sequence[str],
+        lengths: Mapping[int, int],
+    ) -> dict[int, float]:
+        """rowid -> weighted occurrences of ``phrase`` (FTS5's f(qi, D)), for the rows of
+        ``lengths`` that hold it.
+
+        A term is one index token but for a few characters Python counts as letters and the
+        tokenizer does not (U+19B0...): then FTS5 matches the quoted term as a phrase, and so
+        does this, counting the first token's positions followed by the others in one column.
+        """
+        if not phrase:
+            return {}  # the tokenizer kept nothing of the term: FTS5 matches nothing either
+        driver = conn.connection.driver_connection
+        assert driver is not None
+        weights = self.weights
+        freqs: dict[int, float] = {}
+        if len(phrase) == 1:
+            # The table name is ours (_vocabulary); the term is a parameter.
+            sql = f"SELECT doc, col, count(*) FROM {vocab} WHERE term = ? GROUP BY doc, col"  # noqa: S608
+            for doc, col, n in driver.execute(sql, (phrase[0],)):
+                if doc in lengths:
+                    freqs[doc] = freqs.get(doc, 0.0) + weights.get(col, 1.0) * n
+            return freqs
+        at: list[dict[tuple[int, str], set[int]]] = []
+        for token in phrase:
+            found: dict[tuple[int, str], set[int]] = defaultdict(set)
+            sql = f'SELECT doc, col, "offset" FROM {vocab} WHERE term = ?'  # noqa: S608
+            for doc, col, offset in driver.execute(sql, (token,)):
+                if doc in lengths:
+                    found[(doc, col)].add(offset)
+            at.append(found)
+        for (doc, col), starts in at[0].items():
+            n = sum(
+                all(o + j in at[j].get((doc, col), ()) for j in range(1, len(at))) for o in starts
+            )
+            if n:
+                freqs[doc] = freqs.get(doc, 0.0) + weights.get(col, 1.0) * n
+        return freqs
+
+
+def _in_rowids(column: str, docs: Sequence[int]) -> Any:
+    """``column IN (docs)``. For an FTS5 table, write the column as ``+table.rowid``: the
+    unary plus keeps the constraint from FTS5, which would otherwise re-run the whole MATCH
+    once per rowid (10x slower than filtering its single pass)."""
+    return _fts(column).in_(list(docs))
+
+
+def _driver_rows(conn: sa.Connection, query: Any) -> list[Any]:
+    """``query``'s rows as plain DB-API tuples, in ``conn``'s transaction (for bulk reads
+    whose values need no type processing: integers and blobs)."""
+    compiled = query.compile(dialect=conn.dialect)
+    params = compiled.construct_params()
+    args = [params[name] for name in compiled.positiontup or ()]
+    driver = conn.connection.driver_connection
+    assert driver is not None
+    rows: list[Any] = driver.execute(str(compiled), args).fetchall()
+    return rows
+
+
+@functools.lru_cache(maxsize=65536)
+def _token_count(sz: bytes | None) -> int:
+    """A row's tokens in all columns: FTS5's ``%_docsize.sz`` is one SQLite varint (7 bits a
+    byte, most significant first, high bit set on all but the last) per column. Few distinct
+    values occur (rows of equal sizes share them), hence the cache."""
+    total = value = 0
+    for byte in sz or b"":
+        value = (value << 7) | (byte & 0x7F)
+        if not byte & 0x80:
+            total, value = total + value, 0
+    return total
+
+
+def _vocabulary(conn: sa.Connection, fts: str) -> str:
+    """The name of this connection's ``fts5vocab`` instance table over ``fts`` (columns term,
+    doc, col, offset): in the connection's temp schema, so no migration and nothing stored;
+    it reads the main index directly, a term being a seek in it."""
+    name = f"temp.relata_{fts}_instance"
+    conn.exec_driver_sql(
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS {name} USING fts5vocab(main, {fts}, instance)"
+    )
+    return name
+
+
+_TOKENIZE_OPTION = re.compile(r"""\btokenize\s*=\s*('(?:[^']|'')*'|"(?:[^"]|"")*")""", re.I)
+_TOKENIZERS: dict[tuple[str, str], _Tokenizer] = {}
+_TOKENIZERS_LOCK = threading.Lock()
+
+
+def _tokenizer(conn: sa.Connection, fts: str) -> _Tokenizer:
+    """The tokenizer ``fts`` was created with (its ``tokenize=`` option, read from the
+    schema so that a later migration changing it is followed), shared per process."""
+    sql = conn.exec_driver_sql(
+        "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?", (fts,)
+    ).scalar()
+    found = _TOKENIZE_OPTION.search(sql or "")
+    option = found.group(1) if found else ""
+    dbapi = conn.dialect.dbapi
+    key = (getattr(dbapi, "__name__", ""), option)
+    with _TOKENIZERS_LOCK:
+        if key not in _TOKENIZERS:
+            _TOKENIZERS[key] = _Tokenizer(dbapi, option)
+        return _TOKENIZERS[key]
+
+
+class _Tokenizer:
+    """FTS5's own tokenizer, run on a private in-memory database: the index tokens of query
+    terms, exactly as FTS5 derives them from a quoted query string."""
+
+    def __init__(self, dbapi: Any, option: str) -> None:
+        self._conn = dbapi.connect(":memory:", check_same_thread=False, isolation_level=None)
+        columns = f"x, tokenize={option}" if option else "x"
+        self._conn.execute(f"CREATE VIRTUAL TABLE t USING fts5({columns})")
+        self._conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, instance)")
+        self._lock = threading.Lock()
+        self._cache: dict[str, tuple[str, ...]] = {}
+
+    def tokens(self, terms: Sequence[str]) -> list[tuple[str, ...]]:
+        with self._lock:
+            missing = [t for t in dict.fromkeys(terms) if t not in self._cache]
+            if missing:
+                if len(self._cache) + len(missing) > _TOKEN_CACHE_TERMS:
+                    self._cache.clear()
+                found: dict[int, list[str]] = {i: [] for i in range(1, len(missing) + 1)}
+                # Written and read in one transaction, then rolled back: nothing is kept.
+                self._conn.execute("BEGIN")
+                try:
+                    self._conn.executemany(
+                        "INSERT INTO t(rowid, x) VALUES (?, ?)", enumerate(missing, start=1)
+                    )
+                    for doc, term in self._conn.execute(
+                        'SELECT doc, term FROM v ORDER BY doc, "offset"'
+                    ):
+                        found[doc].append(term)
+                finally:
+                    self._conn.execute("ROLLBACK")
+                for i, term in enumerate(missing, start=1):
+                    self._cache[term] = tuple(found[i])
+            return [self._cache[t] for t in terms]
 
 
 def _chunk_hit(
