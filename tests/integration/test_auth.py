@@ -395,7 +395,12 @@ def test_a_host_not_allowed_is_refused_before_any_handler(c: Container) -> None:
 
 
 # ---------------------------------------------------------------- every route
-PUBLIC = {("POST", "/api/v1/auth/sign-in"), ("GET", "/api/v1/version")}
+PUBLIC = {
+    ("POST", "/api/v1/auth/sign-in"),
+    ("GET", "/api/v1/version"),
+    ("GET", "/api/v1/auth/oidc/start"),
+    ("GET", "/api/v1/auth/oidc/callback"),
+}
 
 
 def test_every_api_route_but_the_public_ones_requires_a_principal(c: Container) -> None:

@@ -91,7 +91,14 @@ def _operations(schema: dict[str, Any]) -> Iterable[tuple[str, dict[str, Any]]]:
 
 
 #: Operations anyone may call; every other one needs a session or an API token.
-PUBLIC_OPERATIONS = frozenset({("post", "/api/v1/auth/sign-in"), ("get", "/api/v1/version")})
+PUBLIC_OPERATIONS = frozenset(
+    {
+        ("post", "/api/v1/auth/sign-in"),
+        ("get", "/api/v1/version"),
+        ("get", "/api/v1/auth/oidc/start"),
+        ("get", "/api/v1/auth/oidc/callback"),
+    }
+)
 SECURITY_SCHEMES = {
     "bearer": {
         "type": "http",

@@ -27,7 +27,7 @@ from relata.auth.oidc import FLOW_COOKIE, SECURE_FLOW_COOKIE, OidcService
 from relata.auth.sessions import COOKIE_NAME, SECURE_COOKIE_NAME
 from relata.domain.errors import NotFound, RelataError
 
-router = APIRouter(prefix="/auth/oidc", tags=["auth"], include_in_schema=False)
+router = APIRouter(prefix="/auth/oidc", tags=["auth"])
 _OFF = "federated sign-in is off (RELATA_OIDC_ISSUER is empty)"
 
 
