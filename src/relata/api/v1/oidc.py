@@ -23,6 +23,7 @@ from starlette.concurrency import run_in_threadpool
 
 from relata.api.deps import ContainerDep
 from relata.api.errors import domain_error_response
+from relata.api.openapi import errors
 from relata.auth.oidc import FLOW_COOKIE, SECURE_FLOW_COOKIE, OidcService
 from relata.auth.sessions import COOKIE_NAME, SECURE_COOKIE_NAME
 from relata.domain.errors import NotFound, RelataError
@@ -50,7 +51,12 @@ def _clear_flow(response: Response) -> None:
         response.delete_cookie(name, path="/", secure=name == SECURE_FLOW_COOKIE, httponly=True)
 
 
-@router.get("/start", name="oidc_start", status_code=302)
+@router.get(
+    "/start",
+    name="oidc_start",
+    status_code=302,
+    responses={302: {"description": "to the provider"}, **errors(404, 503)},
+)
 async def start(request: Request, c: ContainerDep) -> Response:
     """Send the browser to the OpenID provider, with a new attempt's flow cookie."""
     service = _service(c)
@@ -71,7 +77,11 @@ async def start(request: Request, c: ContainerDep) -> Response:
     return response
 
 
-@router.get("/callback", name="oidc_callback")
+@router.get(
+    "/callback",
+    name="oidc_callback",
+    responses={303: {"description": "signed in: to /"}, **errors(400, 401, 404, 503)},
+)
 async def callback(request: Request, c: ContainerDep) -> Response:
     """Where the provider sends the browser back: sign in, or say why not."""
     service = _service(c)
