@@ -185,7 +185,7 @@ def test_an_unknown_user_or_member_is_named(c: Container, people: dict[str, Pers
     r = olive.post(
         "/api/v1/workspaces/olive/members", json={"username": "nobody", "role": "editor"}
     )
-    assert r.status_code == 400 and r.json()["error"]["field"] == "username"
+    assert _error(r) == (404, "not_found", "no user has that username")
     r = olive.post("/api/v1/workspaces/olive/members", json={"username": "nina", "role": "boss"})
     assert r.status_code == 400
     r = olive.patch("/api/v1/workspaces/olive/members/nina", json={"role": "editor"})

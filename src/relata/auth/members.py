@@ -88,12 +88,12 @@ class MemberService:
         raise NotFound("member not found")
 
     def add(self, workspace_id: str, username: str, role: Role, *, actor: Actor) -> Member:
-        """Add an existing user; ValidationError(field=username) when there is no such user,
-        DuplicateKey when they are a member already."""
+        """Add an existing user; NotFound when there is no such user (a well-formed name
+        that names nobody, like a missing id), DuplicateKey when they are a member already."""
         try:
             user = self._users.get_by_username(username.strip().lower())
         except NotFound:
-            raise ValidationError("no user has that username", field="username") from None
+            raise NotFound("no user has that username") from None
         self._users.add_member(workspace_id, user.id, role.value)
         self._audit.record(
             workspace_id,

@@ -112,8 +112,8 @@ def list_members(p: PrincipalDep, c: ContainerDep, slug: str = SlugPath) -> list
 
 @router.post("/{slug}/members", status_code=201, response_model=MemberOut, responses=errors(409))
 def add_member(body: MemberIn, p: PrincipalDep, c: ContainerDep, slug: str = SlugPath) -> MemberOut:
-    """Add an existing user with a role (400 naming ``username`` when there is no such
-    user, 409 when they are a member already). Owners only."""
+    """Add an existing user with a role (404 when no user has that name, 409 when they are
+    a member already). Owners only."""
     _owner(p)
     return MemberOut.of(c.members.add(p.workspace_id, body.username, body.role, actor=p.actor))
 
