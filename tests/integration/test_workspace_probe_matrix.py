@@ -87,6 +87,9 @@ PROBES: dict[str, Probe] = {
     "POST /api/v1/auth/sign-in": P(
         public=True, body={"username": "{username}", "password": "not the password"}
     ),
+    # Federated sign-in (off here: no issuer configured): the browser's way in, no principal.
+    "GET /api/v1/auth/oidc/start": P(public=True),
+    "GET /api/v1/auth/oidc/callback": P(public=True, query={"code": "{token}", "state": "{slug}"}),
     "POST /api/v1/auth/sign-out": P(viewer_may=True, ends_session=True),
     "GET /api/v1/auth/me": P(),
     "GET /api/v1/workspaces/current": P(),
@@ -303,6 +306,7 @@ def _send(
         params=_fill(dict(probe.query), values) or None,
         json=_fill(probe.body, values),
         headers=dict(headers or {}),
+        follow_redirects=False,
     )
 
 
