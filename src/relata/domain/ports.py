@@ -460,9 +460,10 @@ class RelationshipRepository(Protocol):
         *,
         include_rejected: bool = False,
         limit: int = 1000,
+        light: bool = False,
     ) -> builtins.list[Relationship]:
         """Relationships with either endpoint in ``item_ids``, best score first (id breaks
-        ties); rejected ones only when asked."""
+        ties); rejected ones only when asked; ``light``: without features and evidence."""
         ...
 
     def queue(

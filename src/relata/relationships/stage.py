@@ -289,7 +289,7 @@ class RelationshipStage:
         self._gather_references(ws, item, text, found)
         lexical = self._gather_lexical(ws, item, text, found)
         for rel in self._relationships.list_for_items(
-            ws, [me], include_rejected=True, limit=MAX_EXISTING
+            ws, [me], include_rejected=True, limit=MAX_EXISTING, light=True
         ):
             other = rel.target_id if rel.source_id == me else rel.source_id
             found[other].existing = rel

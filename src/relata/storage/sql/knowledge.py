@@ -60,8 +60,8 @@ def _relationship(row: Any) -> Relationship:
         score_version=row.score_version,
         dedupe_key=row.dedupe_key,
         created_at=row.created_at,
-        evidence=tuple(row.evidence or ()),
-        features=dict(row.features or {}),
+        evidence=tuple(getattr(row, "evidence", None) or ()),
+        features=dict(getattr(row, "features", None) or {}),
         review_status=ReviewStatus(row.review_status),
         reviewed_by=row.reviewed_by,
         reviewed_at=row.reviewed_at,
@@ -325,34 +325,36 @@ class SqlRelationshipRepository:
         *,
         include_rejected: bool = False,
         limit: int = 1000,
+        light: bool = False,
     ) -> builtins.list[Relationship]:
         """Relationships with either endpoint among ``item_ids`` (the first 500 distinct),
-        best score first, id breaking ties; rejected ones only when asked."""
+        best score first, id breaking ties; rejected ones only when asked. ``light`` leaves
+        out the features and the evidence (the bulk of a row): for callers that need only
+        the endpoints, score and decision."""
         ids = sorted(set(item_ids))[:_ID_BATCH]
         if not ids:
             ws_filter(relationships, workspace_id)
             return []
-        # Two indexed lookups, not one OR: SQLite plans ``source IN .. OR target IN ..`` as a
-        # walk of the whole workspace's relationships, which grows with the workspace.
-        by_source = sa.select(relationships.c.id).where(
+        # Two indexed lookups, not one OR: SQLite plans ``source IN .. OR target IN ..`` (and
+        # ``id IN <many>`` beside the workspace filter) as a walk of the whole workspace's
+        # relationships, which grows with the workspace. Ordered and filtered here.
+        columns = [
+            c for c in relationships.c if not (light and c.name in ("features", "evidence"))
+        ]
+        by_source = sa.select(*columns).where(
             ws_filter(relationships, workspace_id), relationships.c.source_id.in_(ids)
         )
-        by_target = sa.select(relationships.c.id).where(
+        by_target = sa.select(*columns).where(
             ws_filter(relationships, workspace_id),
             relationships.c.target_id.in_(ids),
             relationships.c.source_id.not_in(ids),
         )
         with self._db.read() as conn:
-            found = [r.id for r in conn.execute(sa.union_all(by_source, by_target))]
-            if not found:
-                return []
-            q = sa.select(relationships).where(
-                ws_filter(relationships, workspace_id), relationships.c.id.in_(found)
-            )
-            if not include_rejected:
-                q = q.where(relationships.c.review_status != _REJECTED)
-            rows = conn.execute(_ordered(q).limit(_limit(limit))).all()
-        return [_relationship(r) for r in rows]
+            rows = list(conn.execute(sa.union_all(by_source, by_target)))
+        if not include_rejected:
+            rows = [r for r in rows if r.review_status != _REJECTED]
+        rows.sort(key=lambda r: (-r.score, r.id))
+        return [_relationship(r) for r in rows[: _limit(limit)]]
 
     def queue(
         self, workspace_id: str, *, limit: int = 50, offset: int = 0
