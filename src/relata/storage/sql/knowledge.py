@@ -338,9 +338,7 @@ class SqlRelationshipRepository:
         # Two indexed lookups, not one OR: SQLite plans ``source IN .. OR target IN ..`` (and
         # ``id IN <many>`` beside the workspace filter) as a walk of the whole workspace's
         # relationships, which grows with the workspace. Ordered and filtered here.
-        columns = [
-            c for c in relationships.c if not (light and c.name in ("features", "evidence"))
-        ]
+        columns = [c for c in relationships.c if not (light and c.name in ("features", "evidence"))]
         by_source = sa.select(*columns).where(
             ws_filter(relationships, workspace_id), relationships.c.source_id.in_(ids)
         )
