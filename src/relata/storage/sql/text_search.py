@@ -601,9 +601,12 @@ class _Tokenizer:
     def tokens(self, terms: Sequence[str]) -> list[tuple[str, ...]]:
         with self._lock:
             missing = [t for t in dict.fromkeys(terms) if t not in self._cache]
+            if missing and len(self._cache) + len(missing) > _TOKEN_CACHE_TERMS:
+                # Starting over: every term of this query is missing now, not only the new
+                # ones (keeping the old list here raised KeyError once the cache filled up).
+                self._cache.clear()
+                missing = list(dict.fromkeys(terms))
             if missing:
-                if len(self._cache) + len(missing) > _TOKEN_CACHE_TERMS:
-                    self._cache.clear()
                 found: dict[int, list[str]] = {i: [] for i in range(1, len(missing) + 1)}
                 # Written and read in one transaction, then rolled back: nothing is kept.
                 self._conn.execute("BEGIN")
