@@ -34,7 +34,14 @@ from relata.cli.benchmarks.common import (
     quiet_settings,
     run_pipeline,
 )
-from relata.cli.benchmarks.scifact import SPLITS, abstracts_of, claim_pairs, stage_times
+from relata.cli.benchmarks.scifact import (
+    SPLITS,
+    abstracts_of,
+    claim_pairs,
+    ingest_abstracts,
+    ingest_claims,
+    stage_times,
+)
 
 
 def register(group: Any) -> None:
@@ -69,8 +76,6 @@ def _scores(tp: int, fp: int, fn: int) -> dict[str, float | int]:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from relata.ingest.service import IngestRequest
-
     base = quiet_settings()
     pairs = claim_pairs(args.dataset, args.split, args.limit)
     abstracts = abstracts_of(args.dataset, {p["doc_id"] for p in pairs})
@@ -84,31 +89,8 @@ def _bench(args: argparse.Namespace) -> int:
         with opened(settings) as c:
             ws = c.workspaces.ensure(c.settings.default_workspace)[0].id
             t0, cpu0 = time.perf_counter(), time.process_time()
-            doc_items: dict[str, str] = {}
-            for doc_id, (title, text) in abstracts.items():
-                item = c.ingest.ingest(
-                    ws,
-                    IngestRequest(
-                        text=text,
-                        title=title,
-                        metadata={"external_id": doc_id},
-                        allow_duplicate=True,
-                    ),
-                )
-                doc_items[doc_id] = item.id
-            claim_items: dict[str, str] = {}
-            for p in pairs:
-                if p["claim_id"] not in claim_items:
-                    item = c.ingest.ingest(
-                        ws,
-                        IngestRequest(
-                            text=p["claim"],
-                            title=f"claim {p['claim_id']}",
-                            metadata={"external_id": f"claim:{p['claim_id']}"},
-                            allow_duplicate=True,
-                        ),
-                    )
-                    claim_items[p["claim_id"]] = item.id
+            doc_items = ingest_abstracts(c, ws, abstracts)
+            claim_items = ingest_claims(c, ws, pairs)
             ingest_s = time.perf_counter() - t0
             all_items = [*doc_items.values(), *claim_items.values()]
             settled = run_pipeline(

@@ -41,7 +41,14 @@ from relata.cli.benchmarks.common import (
     quiet_settings,
     run_pipeline,
 )
-from relata.cli.benchmarks.scifact import SPLITS, abstracts_of, claim_pairs, stage_times
+from relata.cli.benchmarks.scifact import (
+    SPLITS,
+    abstracts_of,
+    claim_pairs,
+    ingest_abstracts,
+    ingest_claims,
+    stage_times,
+)
 from relata.cli.common import CliError
 
 #: Window of items (in processing order) whose relationship-stage time is compared.
@@ -82,8 +89,6 @@ def register(group: Any) -> None:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from relata.ingest.service import IngestRequest
-
     base = quiet_settings()
     pairs = claim_pairs(args.dataset, args.split, args.limit)
     cited = {p["doc_id"] for p in pairs}
@@ -102,18 +107,7 @@ def _bench(args: argparse.Namespace) -> int:
         with opened(settings) as c:
             ws = c.workspaces.ensure(c.settings.default_workspace)[0].id
             t0, cpu0 = time.perf_counter(), time.process_time()
-            doc_items: dict[str, str] = {}
-            for doc_id, (title, text) in corpus.items():
-                item = c.ingest.ingest(
-                    ws,
-                    IngestRequest(
-                        text=text,
-                        title=title,
-                        metadata={"external_id": doc_id},
-                        allow_duplicate=True,
-                    ),
-                )
-                doc_items[doc_id] = item.id
+            doc_items = ingest_abstracts(c, ws, corpus)
             corpus_settled = run_pipeline(
                 c,
                 ws,
@@ -123,19 +117,7 @@ def _bench(args: argparse.Namespace) -> int:
                 poll_seconds=0.5,
             )
             corpus_wall = time.perf_counter() - t0
-            claim_items: dict[str, str] = {}
-            for p in pairs:
-                if p["claim_id"] not in claim_items:
-                    item = c.ingest.ingest(
-                        ws,
-                        IngestRequest(
-                            text=p["claim"],
-                            title=f"claim {p['claim_id']}",
-                            metadata={"external_id": f"claim:{p['claim_id']}"},
-                            allow_duplicate=True,
-                        ),
-                    )
-                    claim_items[p["claim_id"]] = item.id
+            claim_items = ingest_claims(c, ws, pairs)
             claims_settled = run_pipeline(
                 c,
                 ws,

@@ -63,3 +63,33 @@ def stage_times(c: Any, ws: str, item_ids: list[str]) -> dict[str, dict[str, flo
                 busy[r.stage] = busy.get(r.stage, 0.0) + float(ms) / 1000
             runs[r.stage] += 1
     return {s: {"runs": runs[s], "handler_s": round(busy.get(s, 0.0), 2)} for s in runs}
+
+
+def ingest_abstracts(c: Any, ws: str, abstracts: dict[str, tuple[str, str]]) -> dict[str, str]:
+    """Each abstract as an item (its title and text, external id the doc id); doc id -> item."""
+    from relata.ingest.service import IngestRequest
+
+    items: dict[str, str] = {}
+    for doc_id, (title, text) in abstracts.items():
+        request = IngestRequest(
+            text=text, title=title, metadata={"external_id": doc_id}, allow_duplicate=True
+        )
+        items[doc_id] = c.ingest.ingest(ws, request).id
+    return items
+
+
+def ingest_claims(c: Any, ws: str, pairs: list[dict[str, str]]) -> dict[str, str]:
+    """Each distinct claim of ``pairs`` as its own short item; claim id -> item."""
+    from relata.ingest.service import IngestRequest
+
+    items: dict[str, str] = {}
+    for p in pairs:
+        if p["claim_id"] not in items:
+            request = IngestRequest(
+                text=p["claim"],
+                title=f"claim {p['claim_id']}",
+                metadata={"external_id": f"claim:{p['claim_id']}"},
+                allow_duplicate=True,
+            )
+            items[p["claim_id"]] = c.ingest.ingest(ws, request).id
+    return items
