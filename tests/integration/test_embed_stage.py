@@ -224,8 +224,9 @@ def test_bench_embed_times_the_stage_path_on_the_same_texts(
     report = json.loads(out.strip().splitlines()[-1])
     assert report["texts"] == 6 and report["vectors_stored"] == 6
     assert report["stage_texts_per_s"] > 0 and report["raw_onnxruntime_texts_per_s"] > 0
+    # The ratio is reported to 3 decimals: allow that rounding beside the 5%.
     expected = report["raw_onnxruntime_seconds"] / report["stage_seconds"]
-    assert report["stage_ratio"] == pytest.approx(expected, rel=0.05)
+    assert report["stage_ratio"] == pytest.approx(expected, rel=0.05, abs=6e-4)
     assert report["command"] == f"relata bench embed --jsonl {corpus} --limit 6"
     assert "embed stage" in out and "ratio to raw" in out
     assert not (tmp_path / "data" / "relata.db").exists()  # a temporary store, not the data dir
