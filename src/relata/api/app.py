@@ -3,12 +3,16 @@ request id, recover, logging, security headers, host and origin checks (so a ref
 origin is logged, carries the security headers, and no handler runs).
 
 The OpenAPI document is ``relata.api.openapi.build_openapi`` (400 in the error shape, not
-FastAPI's 422); ``/`` and ``/docs`` are ``relata.api.pages``. A 405 lists in ``Allow`` every
-method the path answers, not only those of the first route that matched it.
+FastAPI's 422); ``/docs`` is ``relata.api.pages``, and so is ``/`` unless the web interface
+is plugged in (``web``, a ``relata.api.webroutes.WebRoutes``): then ``/`` and the pages are
+its, and an error on one of its paths is an HTML page rather than the JSON error shape. A
+405 lists in ``Allow`` every method the path answers, not only those of the first route that
+matched it.
 """
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, Request
@@ -28,6 +32,7 @@ from relata.api.middleware import (
     SecurityHeadersMiddleware,
 )
 from relata.api.openapi import build_openapi
+from relata.api.webroutes import WebRoutes
 from relata.domain.errors import RelataError
 
 if TYPE_CHECKING:
@@ -72,7 +77,7 @@ def _allowed_methods(app: FastAPI, scope: Any) -> list[str]:
     return allowed
 
 
-def create_app(container: Container) -> FastAPI:
+def create_app(container: Container, web: WebRoutes | None = None) -> FastAPI:
     app = FastAPI(
         title="Relata",
         version=relata.__version__,
@@ -90,23 +95,35 @@ def create_app(container: Container) -> FastAPI:
 
     app.openapi = openapi  # type: ignore[method-assign]
 
+    def as_page(request: Request, response: JSONResponse) -> Response:
+        """The web's error page for ``response`` when the request is for one of its paths."""
+        if web is None or not web.handles(request):
+            return response
+        body = json.loads(bytes(response.body))["error"]
+        page = web.error_page(request, response.status_code, body["code"], body["message"])
+        for name in ("retry-after", "allow"):
+            if name in response.headers:
+                page.headers[name] = response.headers[name]
+        return page
+
     @app.exception_handler(RelataError)
-    async def _relata_error(_: Request, exc: RelataError) -> JSONResponse:
-        return domain_error_response(exc)
+    async def _relata_error(request: Request, exc: RelataError) -> Response:
+        return as_page(request, domain_error_response(exc))
 
     @app.exception_handler(RequestValidationError)
-    async def _validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
+    async def _validation_error(request: Request, exc: RequestValidationError) -> Response:
         message, field = _validation_message(exc)
         extra: dict[str, Any] = {"field": field} if field else {}
-        return error_response(400, "invalid_request", message, **extra)
+        return as_page(request, error_response(400, "invalid_request", message, **extra))
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
         code = _HTTP_CODES.get(exc.status_code, "error")
         headers = dict(exc.headers or {})
         if exc.status_code == 405:
             headers["Allow"] = ", ".join(_allowed_methods(app, request.scope))
-        return error_response(exc.status_code, code, str(exc.detail), headers or None)
+        response = error_response(exc.status_code, code, str(exc.detail), headers or None)
+        return as_page(request, response)
 
     @app.get("/healthz", include_in_schema=False)
     def healthz() -> dict[str, str]:
@@ -123,6 +140,10 @@ def create_app(container: Container) -> FastAPI:
         return Response(body, media_type=content_type)
 
     app.include_router(v1.router)
+    if web is not None:
+        app.include_router(web.router)
+    else:
+        app.include_router(pages.index_router)
     app.include_router(pages.router)
 
     # add_middleware prepends, so add innermost first.

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from relata.auth.sessions import COOKIE_NAME, SECURE_COOKIE_NAME, csrf_ok
@@ -92,7 +92,12 @@ def _bearer(request: Request) -> str | None:
     return value.strip()
 
 
-def _resolve(request: Request, form_csrf: str | None) -> Principal:
+def resolve_principal(
+    request: Request, form_csrf: str | None, *, viewer_may_write: bool | None = None
+) -> Principal:
+    """The caller of ``request`` (the module docstring), reading the database: call it in a
+    thread. ``form_csrf`` is the CSRF token of a posted form; ``viewer_may_write`` overrides
+    the ``VIEWER_MAY_WRITE`` table for the web's own routes."""
     c = container(request)
     in_path = request.path_params.get(WORKSPACE_PATH_PARAM)
     asked = (
@@ -142,11 +147,8 @@ def _resolve(request: Request, form_csrf: str | None) -> Principal:
             session_token=token,
         )
     route = getattr(request.scope.get("route"), "name", "")
-    if (
-        request.method not in SAFE_METHODS
-        and p.role is Role.VIEWER
-        and route not in VIEWER_MAY_WRITE
-    ):
+    may_write = route in VIEWER_MAY_WRITE if viewer_may_write is None else viewer_may_write
+    if request.method not in SAFE_METHODS and p.role is Role.VIEWER and not may_write:
         raise Forbidden("a viewer cannot change this workspace (upload, review, reprocess, delete)")
     return p
 
@@ -164,7 +166,34 @@ async def principal(request: Request) -> Principal:
     ):
         value = (await request.form()).get(CSRF_FIELD)
         form_csrf = value if isinstance(value, str) else None
-    return await run_in_threadpool(_resolve, request, form_csrf)
+    return await run_in_threadpool(resolve_principal, request, form_csrf)
+
+
+def secure_cookies(request: Request, setting: str) -> bool:
+    """Whether the session cookie is Secure (``RELATA_COOKIE_SECURE``: auto = over HTTPS)."""
+    if setting == "auto":
+        return request.url.scheme == "https"
+    return setting == "true"
+
+
+def set_session_cookie(response: Response, request: Request, c: Container, token: str) -> None:
+    """The session cookie: HttpOnly, SameSite=Lax, for the session's absolute lifetime;
+    Secure and ``__Host-`` prefixed when ``secure_cookies``."""
+    secure = secure_cookies(request, c.settings.cookie_secure)
+    response.set_cookie(
+        SECURE_COOKIE_NAME if secure else COOKIE_NAME,
+        token,
+        max_age=int(c.accounts.sessions.absolute.total_seconds()),
+        path="/",
+        secure=secure,
+        httponly=True,
+        samesite="lax",
+    )
+
+
+def clear_session_cookies(response: Response) -> None:
+    for name in (COOKIE_NAME, SECURE_COOKIE_NAME):
+        response.delete_cookie(name, path="/", secure=name == SECURE_COOKIE_NAME, httponly=True)
 
 
 ContainerDep = Annotated["Container", Depends(container)]

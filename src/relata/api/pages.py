@@ -23,6 +23,8 @@ import relata
 from relata.domain.errors import NotFound
 
 router = APIRouter(include_in_schema=False)
+#: ``/`` when the web interface is not plugged in (``relata.api.webroutes``).
+index_router = APIRouter(include_in_schema=False)
 
 OPENAPI_URL = "/api/v1/openapi.json"
 ASSETS_PREFIX = "/docs/assets/"
@@ -111,7 +113,7 @@ _DOCS = """<!doctype html>
 """
 
 
-@router.get("/")
+@index_router.get("/")
 def index() -> HTMLResponse:
     version = html.escape(relata.__version__)
     return HTMLResponse(_INDEX.format(version=version, openapi=OPENAPI_URL, assets=ASSETS_PREFIX))

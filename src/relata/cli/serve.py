@@ -75,6 +75,7 @@ def _serve(_: argparse.Namespace) -> int:
 
     from relata.api.app import create_app
     from relata.jobs.runner import shutdown_signals
+    from relata.web import web_routes
     from relata.storage.sql import migrate
 
     class _TimedServer(uvicorn.Server):
@@ -124,7 +125,7 @@ def _serve(_: argparse.Namespace) -> int:
                 }
             },
         )
-        app = create_app(c)
+        app = create_app(c, web=web_routes(c))
         config = uvicorn.Config(
             app,
             host=host,

@@ -17,9 +17,15 @@ from fastapi.responses import JSONResponse, RedirectResponse
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
-from relata.api.deps import ContainerDep, PrincipalDep, session_cookie
+from relata.api.deps import (
+    ContainerDep,
+    PrincipalDep,
+    clear_session_cookies,
+    session_cookie,
+    set_session_cookie,
+)
 from relata.api.openapi import errors
-from relata.auth.sessions import COOKIE_NAME, SECURE_COOKIE_NAME, csrf_token_for
+from relata.auth.sessions import csrf_token_for
 from relata.domain.errors import Forbidden, ValidationError
 
 router = APIRouter(prefix="/auth", tags=["auth"])
@@ -67,12 +73,6 @@ _SIGN_IN_BODY: dict[str, Any] = {
 }
 
 
-def _secure(request: Request, setting: str) -> bool:
-    if setting == "auto":
-        return request.url.scheme == "https"
-    return setting == "true"
-
-
 async def _credentials(request: Request) -> tuple[SignInIn, bool]:
     ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
     body = await request.body()
@@ -113,7 +113,6 @@ async def sign_in(request: Request, c: ContainerDep) -> Response:
     signed = await run_in_threadpool(
         c.accounts.sign_in, creds.username, creds.password, client=client
     )
-    secure = _secure(request, c.settings.cookie_secure)
     if is_form:
         response: Response = RedirectResponse("/", status_code=303)
     else:
@@ -121,15 +120,7 @@ async def sign_in(request: Request, c: ContainerDep) -> Response:
             _me, c, signed.user.id, signed.session.workspace_id, "session", signed.token
         )
         response = JSONResponse(me.model_dump())
-    response.set_cookie(
-        SECURE_COOKIE_NAME if secure else COOKIE_NAME,
-        signed.token,
-        max_age=int(c.accounts.sessions.absolute.total_seconds()),
-        path="/",
-        secure=secure,
-        httponly=True,
-        samesite="lax",
-    )
+    set_session_cookie(response, request, c, signed.token)
     return response
 
 
@@ -140,8 +131,7 @@ def sign_out(p: PrincipalDep, c: ContainerDep, request: Request) -> Response:
     if p.kind == "session" and token:
         c.accounts.sign_out(token)
     response = Response(status_code=204)
-    for name in (COOKIE_NAME, SECURE_COOKIE_NAME):
-        response.delete_cookie(name, path="/", secure=name == SECURE_COOKIE_NAME, httponly=True)
+    clear_session_cookies(response)
     return response
 
 

@@ -21,11 +21,10 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import RedirectResponse
 from starlette.concurrency import run_in_threadpool
 
-from relata.api.deps import ContainerDep
+from relata.api.deps import ContainerDep, secure_cookies, set_session_cookie
 from relata.api.errors import domain_error_response
 from relata.api.openapi import errors
 from relata.auth.oidc import FLOW_COOKIE, SECURE_FLOW_COOKIE, OidcService
-from relata.auth.sessions import COOKIE_NAME, SECURE_COOKIE_NAME
 from relata.domain.errors import NotFound, RelataError
 
 router = APIRouter(prefix="/auth/oidc", tags=["auth"])
@@ -37,13 +36,6 @@ def _service(c: ContainerDep) -> OidcService:
     if service is None:
         raise NotFound(_OFF)
     return service
-
-
-def _secure(request: Request, setting: str) -> bool:
-    """As for the session cookie (``RELATA_COOKIE_SECURE``)."""
-    if setting == "auto":
-        return request.url.scheme == "https"
-    return setting == "true"
 
 
 def _clear_flow(response: Response) -> None:
@@ -62,7 +54,7 @@ async def start(request: Request, c: ContainerDep) -> Response:
     service = _service(c)
     redirect_uri = service.config.redirect_url or str(request.url_for("oidc_callback"))
     begun = await run_in_threadpool(service.begin, redirect_uri)
-    secure = _secure(request, c.settings.cookie_secure)
+    secure = secure_cookies(request, c.settings.cookie_secure)
     response = RedirectResponse(begun.url, status_code=302)
     response.headers["Cache-Control"] = "no-store"
     response.set_cookie(
@@ -102,17 +94,8 @@ async def callback(request: Request, c: ContainerDep) -> Response:
         failed.headers["Cache-Control"] = "no-store"
         _clear_flow(failed)
         return failed
-    secure = _secure(request, c.settings.cookie_secure)
     response = RedirectResponse("/", status_code=303)
     response.headers["Cache-Control"] = "no-store"
     _clear_flow(response)
-    response.set_cookie(
-        SECURE_COOKIE_NAME if secure else COOKIE_NAME,
-        signed.token,
-        max_age=int(c.accounts.sessions.absolute.total_seconds()),
-        path="/",
-        secure=secure,
-        httponly=True,
-        samesite="lax",
-    )
+    set_session_cookie(response, request, c, signed.token)
     return response

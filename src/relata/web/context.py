@@ -1,0 +1,118 @@
+"""Who is looking at a page, and the forms they post.
+
+``page(request)`` is every page's dependency: the principal from the session cookie (the same
+``resolve_principal`` as the API, so the ``slug`` path parameter picks the workspace, and a
+workspace the user is not a member of is 404), the user, their workspaces for the switcher,
+and the CSRF token each form carries. Without a session, ``Unauthenticated`` becomes a
+redirect to the sign-in page (``relata.web.ui.WebUI.error_page``).
+
+``form(request)`` is every form post's: it reads the form (URL-encoded or multipart, bounded),
+checks its ``csrf_token`` against the session and returns both; a form without its token
+changes nothing (403). A viewer may post only where ``viewer_may_write`` says so (asking,
+their own tokens, signing out).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from fastapi import Request
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import FormData
+
+from relata.api.deps import CSRF_FIELD, Principal, container, resolve_principal
+from relata.auth.sessions import csrf_token_for
+from relata.domain.errors import Unauthenticated, ValidationError
+from relata.domain.models import Membership, User
+from relata.domain.vocabulary import Role
+
+if TYPE_CHECKING:
+    from relata.bootstrap import Container
+
+#: Bounds on a posted form (files are bounded by the upload route itself).
+MAX_FORM_FIELDS = 64
+MAX_FORM_FILES = 20
+MAX_FIELD_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """What every page template gets as ``page``."""
+
+    principal: Principal
+    user: User
+    memberships: list[Membership]
+    csrf_token: str
+
+    @property
+    def slug(self) -> str:
+        return self.principal.workspace_slug
+
+    @property
+    def workspace_id(self) -> str:
+        return self.principal.workspace_id
+
+    @property
+    def role(self) -> Role:
+        return self.principal.role
+
+    def can(self, role: Role) -> bool:
+        """Whether the viewer's role is at least ``role`` (to show a form or not)."""
+        return self.principal.role.at_least(role)
+
+    @property
+    def workspace_name(self) -> str:
+        for m in self.memberships:
+            if m.workspace.id == self.principal.workspace_id:
+                return m.workspace.name
+        return self.principal.workspace_slug
+
+    def url(self, path: str = "") -> str:
+        """``/w/{slug}/`` + ``path``: a page of this workspace."""
+        return f"/w/{self.slug}/{path.lstrip('/')}"
+
+
+def _page(request: Request, form_csrf: str | None, viewer_may_write: bool | None) -> Page:
+    c: Container = container(request)
+    p = resolve_principal(request, form_csrf, viewer_may_write=viewer_may_write)
+    if p.kind != "session" or p.user_id is None or p.session_token is None:
+        raise Unauthenticated("sign in to use the web interface")
+    return Page(
+        principal=p,
+        user=c.accounts.get(p.user_id),
+        memberships=c.accounts.memberships(p.user_id),
+        csrf_token=csrf_token_for(p.session_token),
+    )
+
+
+async def page(request: Request) -> Page:
+    """The signed-in viewer of a page (a GET)."""
+    return await run_in_threadpool(_page, request, None, None)
+
+
+async def form(
+    request: Request, *, viewer_may_write: bool = False, max_files: int = 0
+) -> tuple[Page, FormData]:
+    """The posted form with its CSRF token checked, and who posted it."""
+    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if ctype not in ("application/x-www-form-urlencoded", "multipart/form-data"):
+        raise ValidationError("post the page's form", field="content-type")
+    data = await request.form(
+        max_files=max_files, max_fields=MAX_FORM_FIELDS, max_part_size=MAX_FIELD_BYTES
+    )
+    token = data.get(CSRF_FIELD)
+    who = await run_in_threadpool(
+        _page, request, token if isinstance(token, str) else None, viewer_may_write
+    )
+    return who, data
+
+
+def field(data: FormData, name: str, *, default: str = "", max_length: int = 10_000) -> str:
+    """A text field of a posted form, stripped; ValidationError naming it when too long."""
+    value: Any = data.get(name, default)
+    if not isinstance(value, str):
+        raise ValidationError(f"{name} must be text", field=name)
+    if len(value) > max_length:
+        raise ValidationError(f"{name} is longer than {max_length} characters", field=name)
+    return value.strip()

@@ -1,0 +1,70 @@
+"""The library: a workspace's items, newest first, with type, status and date filters and
+paging. (Uploading: ``relata.web.pages.upload``.)"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query, Request
+from starlette.concurrency import run_in_threadpool
+from starlette.responses import Response
+
+from relata.api.deps import container
+from relata.api.v1.params import instant
+from relata.domain.errors import ValidationError
+from relata.domain.models import ItemStatus, SourceType
+from relata.schemas.items import item_out
+from relata.web.context import Page, page
+from relata.web.templating import render
+
+router = APIRouter()
+PAGE_SIZE = 25
+
+
+def _choice(enum: type[SourceType] | type[ItemStatus], value: str | None, name: str):  # type: ignore[no-untyped-def]
+    if not value:
+        return None
+    try:
+        return enum(value)
+    except ValueError:
+        allowed = ", ".join(e.value for e in enum)
+        raise ValidationError(f"{name} must be one of {allowed}", field=name) from None
+
+
+@router.get("/w/{slug}/library", name="web_library")
+async def library(
+    request: Request,
+    who: Annotated[Page, Depends(page)],
+    type: str | None = None,
+    status: str | None = None,
+    from_: Annotated[str | None, Query(alias="from")] = None,
+    to: str | None = None,
+    offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
+) -> Response:
+    c = container(request)
+    source_type = _choice(SourceType, type, "type")
+    item_status = _choice(ItemStatus, status, "status")
+    rows = await run_in_threadpool(
+        lambda: c.items.list(
+            who.workspace_id,
+            limit=PAGE_SIZE + 1,
+            offset=offset,
+            source_type=source_type,
+            status=item_status,
+            created_from=instant(from_, "from"),
+            created_to=instant(to, "to", end=True),
+        )
+    )
+    filters = {"type": type, "status": status, "from": from_, "to": to}
+    return render(
+        request,
+        "library.html",
+        page=who,
+        items=[item_out(i) for i in rows[:PAGE_SIZE]],
+        filters=filters,
+        offset=offset,
+        next_offset=offset + PAGE_SIZE if len(rows) > PAGE_SIZE else None,
+        prev_offset=max(0, offset - PAGE_SIZE) if offset else None,
+        types=[t.value for t in SourceType],
+        statuses=[s.value for s in ItemStatus],
+    )

@@ -1,0 +1,80 @@
+"""The ``WebRoutes`` the API app plugs in: the pages' router, which paths are the web's, the
+error page, and Relata's own static files."""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import quote
+
+from fastapi import APIRouter, Request
+from starlette.responses import FileResponse, RedirectResponse, Response
+
+from relata.domain.errors import NotFound
+from relata.web import pages
+from relata.web.templating import render
+
+if TYPE_CHECKING:
+    from relata.bootstrap import Container
+
+STATIC = Path(__file__).parent / "static"
+_STATIC_TYPES = {".css": "text/css", ".js": "text/javascript", ".svg": "image/svg+xml"}
+#: Only files that ship in ``static/`` with a known type are served (no directory walking).
+STATIC_FILES = frozenset(p.name for p in STATIC.iterdir() if p.suffix in _STATIC_TYPES)
+_WEB_PREFIXES = ("/w/", "/sign-in", "/sign-out", "/static/")
+
+#: What to do next, by status, under every error page's message.
+NEXT_STEP = {
+    400: "Check what you entered and try again.",
+    403: "Your role in this workspace does not allow this, or the form had expired: reload "
+    "the page and try again.",
+    404: "It may have been deleted, or it belongs to a workspace you are not a member of.",
+    409: "Someone changed it meanwhile: reload the page.",
+    413: "The file is larger than this server accepts.",
+    415: "Relata reads plain text, Markdown, JSON, PDF and DOCX.",
+    429: "Too many attempts: wait a minute and try again.",
+    503: "Relata is busy or a provider is unavailable: try again in a moment.",
+}
+
+
+class WebUI:
+    """``relata.api.webroutes.WebRoutes`` for ``relata.api.app.create_app``."""
+
+    def __init__(self, container: Container) -> None:
+        self.container = container
+
+    @cached_property
+    def router(self) -> APIRouter:
+        r = APIRouter(include_in_schema=False)
+        r.include_router(pages.router)
+        r.add_api_route("/static/{name}", static_file, methods=["GET"], name="web_static")
+        return r
+
+    def handles(self, request: Request) -> bool:
+        path = request.url.path
+        return path == "/" or path.startswith(_WEB_PREFIXES)
+
+    def error_page(self, request: Request, status: int, code: str, message: str) -> Response:
+        if status == 401 and request.method in ("GET", "HEAD"):
+            target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+            return RedirectResponse(f"/sign-in?next={quote(target, safe='')}", status_code=303)
+        return render(
+            request,
+            "error.html",
+            status_code=status,
+            page=None,
+            status=status,
+            code=code,
+            message=message,
+            next_step=NEXT_STEP.get(status, "Go back and try again."),
+        )
+
+
+def static_file(name: str) -> FileResponse:
+    if name not in STATIC_FILES:
+        raise NotFound("no such file")
+    path = STATIC / name
+    return FileResponse(
+        path, media_type=_STATIC_TYPES[path.suffix], headers={"Cache-Control": "no-cache"}
+    )
