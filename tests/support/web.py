@@ -54,3 +54,22 @@ def csrf(client: TestClient, path: str) -> str:
     found = _CSRF.search(r.text)
     assert found, f"no csrf_token in {path}"
     return found.group(1)
+
+
+def seed_demo(c: Container) -> dict[str, str]:
+    """The demo corpus ingested into the default workspace and processed (no embedder or
+    model needed: build the container with ``embedding_provider="none"`` for speed); returns
+    item ids by file name."""
+    from relata.ingest.service import IngestRequest
+    from relata.seed import demo_documents
+    from tests.support.ingest import drain
+
+    ws = c.workspaces.resolve().id
+    ids = {}
+    for doc in demo_documents():
+        item = c.ingest.ingest(
+            ws, IngestRequest(data=doc.data, filename=doc.filename, created_at=doc.created_at)
+        )
+        ids[doc.filename] = item.id
+    drain(c)
+    return ids

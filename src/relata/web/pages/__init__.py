@@ -4,8 +4,34 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from relata.web.pages import auth, library
+from relata.web.pages import (
+    ask,
+    audit,
+    auth,
+    contradictions,
+    entities,
+    items,
+    jobs,
+    library,
+    review,
+    search,
+    settings,
+    upload,
+)
 
 router = APIRouter(include_in_schema=False)
-for _area in (auth, library):
+for _area in (
+    auth,
+    library,
+    upload,
+    items,
+    search,
+    ask,
+    entities,
+    review,
+    contradictions,
+    jobs,
+    settings,
+    audit,
+):
     router.include_router(_area.router)

@@ -1,0 +1,7 @@
+"""The audit log, for owners."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+router = APIRouter()
