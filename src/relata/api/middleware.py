@@ -199,10 +199,14 @@ class HostOriginMiddleware:
     - ``Host`` must be one of ``RELATA_ALLOWED_HOSTS`` (any port; ``*`` allows any), else
       400 before any handler runs: a DNS-rebinding page (``evil.example`` resolving to
       127.0.0.1) sends its own name and is not served.
-    - On POST, PUT, PATCH and DELETE: an ``Origin`` header must name an allowed host
-      (``null`` never does); without one, ``Sec-Fetch-Site`` must be ``same-origin`` or
-      ``none``. A request with neither (curl, the CLI, scripts) passes: browsers send them.
-      A refusal is 403 ``forbidden``, and nothing has run.
+    - On POST, PUT, PATCH and DELETE: an ``Origin`` header must name an allowed host; without
+      one, ``Sec-Fetch-Site`` must be ``same-origin`` or ``none``. A request with neither
+      (curl, the CLI, scripts) passes: browsers send them. ``Origin: null`` passes only with
+      ``Sec-Fetch-Site: same-origin``: our own pages send ``null`` (their ``Referrer-Policy:
+      no-referrer`` makes a browser hide the origin of a same-origin form post), a sandboxed
+      or ``file:`` page sends ``null`` with ``cross-site``, and a browser sets
+      ``Sec-Fetch-Site`` itself (no page can). A refusal is 403 ``forbidden``, and nothing
+      has run.
     """
 
     def __init__(self, app: ASGIApp, allowed_hosts: Iterable[str]) -> None:
@@ -235,6 +239,10 @@ class HostOriginMiddleware:
 
     def _cross_origin(self, headers: dict[bytes, str]) -> str | None:
         origin = headers.get(b"origin")
+        site = headers.get(b"sec-fetch-site")
+        same_origin = site is not None and site.strip().lower() == "same-origin"
+        if origin is not None and origin.strip() == "null" and same_origin:
+            return None  # our own page's form post under Referrer-Policy: no-referrer
         if origin is not None:
             parts = urlsplit(origin.strip())
             if parts.scheme not in {"http", "https"} or not parts.netloc:
@@ -242,7 +250,6 @@ class HostOriginMiddleware:
             if not self._allowed(parts.netloc):
                 return "cross-origin request refused (Origin)"
             return None
-        site = headers.get(b"sec-fetch-site")
         if site is not None and site.strip().lower() not in {"same-origin", "none"}:
             return "cross-site request refused (Sec-Fetch-Site)"
         return None
