@@ -9,6 +9,7 @@ items, says why, and never along a rejected relationship nor into another worksp
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Iterator
 from decimal import Decimal
 
@@ -204,6 +205,14 @@ def test_search_expands_along_relationships_and_says_why(c: Container) -> None:
     assert ids[MINUTES] in found or ids[PRESS] in found
     reason = " ".join(found.get(ids[MINUTES], found.get(ids[PRESS])).reasons)
     assert "related to result" in reason and "confirmed by a reviewer" in reason
+    # "result N" is the seed's rank on the page the caller sees, after the expansion moved
+    # results: the result at that rank is the one the reason names by title.
+    rank_of = {r.item.title: r.rank for r in response.results}
+    for leg in found.values():
+        for why in leg.reasons:
+            numbered = re.match(r"related to result (\d+) \((.+?)\): ", why)
+            assert numbered, why
+            assert rank_of[numbered.group(2)] == int(numbered.group(1)), why
 
     # Rejected: never expanded along (neither direction of the pair says it any more).
     c.relationships.review(ws, rel.id, "reject", by="tester")

@@ -12,6 +12,7 @@ per item), ``entity`` and ``relationship`` (wired by their own issues; reported 
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from collections.abc import Sequence
@@ -296,7 +297,9 @@ class SearchService:
             created_from=query.created_from,
             created_to=query.created_to,
         )
-        kept = [r for r in fused.results if r.id in live_ids]
+        kept = _numbered(
+            [r for r in fused.results if r.id in live_ids],
+        )
         window = kept[query.offset : query.offset + query.limit]
         live = {
             it.id: it
@@ -444,7 +447,7 @@ class SearchService:
                     continue
                 why = "; ".join([*evidence_phrases(rel, titles)[:2], standing(rel)])
                 reason = (
-                    f"related to result {rank[seed] + 1} ({titles.get(seed, seed)}): "
+                    f"related to {_SEED_MARK.format(seed)} ({titles.get(seed, seed)}): "
                     f"{rel.relationship_type.value}, {why}"
                 )
                 order = (rank[seed], -rel.score)
@@ -633,3 +636,39 @@ def _space_after(text: str, i: int, hi: int) -> int | None:
 
 def _ms(t0: float) -> float:
     return round((time.perf_counter() - t0) * 1000, 3)
+
+
+#: Where a relationship reason names its seed result; replaced by the seed's final rank once
+#: every leg is fused (``_numbered``), since the expansion itself moves results.
+_SEED_MARK = "\x1fresult:{}\x1f"
+_SEED_MARK_RE = re.compile("\x1fresult:([^\x1f]*)\x1f")
+
+
+def _numbered(results: list[FusedResult]) -> list[FusedResult]:
+    """``results`` with each relationship reason's seed marker replaced by the seed's rank
+    in ``results`` ("related to result 2 (title): ..."), or "a result" when the seed did not
+    survive the filters."""
+    position = {r.id: n for n, r in enumerate(results, start=1)}
+
+    def number(text: str) -> str:
+        return _SEED_MARK_RE.sub(
+            lambda m: f"result {position[m.group(1)]}" if m.group(1) in position else "a result",
+            text,
+        )
+
+    out = []
+    for r in results:
+        e = r.explanation
+        if not any("\x1f" in n for n in e.notes) and not any(
+            "\x1f" in x for c in e.legs for x in c.reasons
+        ):
+            out.append(r)
+            continue
+        legs = tuple(
+            dataclasses.replace(c, reasons=tuple(number(x) for x in c.reasons)) for c in e.legs
+        )
+        notes = tuple(number(n) for n in e.notes)
+        out.append(
+            dataclasses.replace(r, explanation=dataclasses.replace(e, legs=legs, notes=notes))
+        )
+    return out
