@@ -1,7 +1,270 @@
-"""Settings: providers, models, vector count check, re-embed, API tokens, members."""
+"""Settings: providers, models, the vector count check, re-embedding, API tokens, members.
+
+Everything comes from the services the API uses, in the API's shapes:
+
+- the model status (``c.model_status.status``, as ``GET /api/v1/settings/models``): both
+  providers with their health (each check bounded by the service), the models seen, the
+  chunk and vector counts (the page warns whenever the two differ, with or without an
+  embedding provider) and the newest re-embed job with its progress;
+- re-embedding (``c.reembed.start``, as ``POST /api/v1/workspaces/current/reembed``): editors
+  and owners; ``static/settings.js`` polls the model status and moves the ``<progress>``;
+  without it, the page shows the state on reload;
+- API tokens (``c.tokens``, as ``/api/v1/tokens``): an owner sees every token of the
+  workspace, others their own; anyone, a viewer too, creates and revokes their own. The
+  secret is shown once, on the page that answers the creating post (rendered, not a
+  redirect, never cached); it is in no URL and no log, and no later page has it;
+- members (``c.members``, as ``/api/v1/workspaces/{slug}/members``): owners only. A refused
+  change (the last owner, an unknown username, a member already) is the settings page again
+  with the message beside the members' forms.
+"""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from datetime import datetime
+from typing import TYPE_CHECKING, Annotated, Any
+
+from fastapi import APIRouter, Depends, Request
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import FormData
+from starlette.responses import RedirectResponse, Response
+
+from relata.api.deps import container
+from relata.api.errors import status_for
+from relata.api.v1.model_status import ModelStatusOut
+from relata.api.v1.tokens import TokenOut
+from relata.api.v1.workspaces import MemberOut
+from relata.domain.errors import Conflict, NotFound, RelataError, ValidationError
+from relata.domain.models import JobStatus
+from relata.domain.vocabulary import Role
+from relata.ingest.validation import parse_instant
+from relata.web.context import Page, field, form, page
+from relata.web.templating import NOTICES, render
+
+if TYPE_CHECKING:
+    from relata.bootstrap import Container
 
 router = APIRouter()
+
+NOTICES.update(
+    {
+        "reembed_nothing": "Nothing to re-embed: every chunk has a vector of the current model.",
+    }
+)
+
+#: Roles in the order the forms offer them.
+ROLES = [Role.VIEWER, Role.EDITOR, Role.OWNER]
+#: Re-embed states in which the page's script keeps polling.
+UNDER_WAY = frozenset({JobStatus.PENDING.value, JobStatus.RUNNING.value})
+
+
+def _role(value: str, name: str) -> Role:
+    try:
+        return Role(value)
+    except ValueError:
+        allowed = ", ".join(r.value for r in ROLES)
+        raise ValidationError(f"{name} must be one of {allowed}", field=name) from None
+
+
+def _context(c: Container, who: Page) -> dict[str, Any]:
+    """What the settings page shows (reads the database and asks the providers: a thread)."""
+    status = ModelStatusOut.of(c.model_status.status(who.workspace_id))
+    owner = who.role is Role.OWNER
+    members = [MemberOut.of(m) for m in c.members.members(who.workspace_id)] if owner else []
+    tokens = [
+        TokenOut.of(t) for t in c.tokens.list(who.workspace_id, None if owner else who.user.id)
+    ]
+    names = {m.user_id: m.username for m in members}
+    counts = status.counts
+    reembed = status.reembed
+    return {
+        "status": status,
+        "mismatch": counts.vectors != counts.chunks,
+        "reembed_live": reembed is not None and reembed.status in UNDER_WAY,
+        "tokens": tokens,
+        "token_owners": names,
+        "members": members,
+        "can_edit": who.can(Role.EDITOR),
+        "token_roles": [r.value for r in ROLES if who.role.at_least(r)],
+        "roles": [r.value for r in ROLES],
+    }
+
+
+def _render(
+    request: Request,
+    who: Page,
+    *,
+    status_code: int = 200,
+    error: str | None = None,
+    section: str | None = None,
+    values: dict[str, str] | None = None,
+) -> Response:
+    c = container(request)
+    context = _context(c, who)
+    return render(
+        request,
+        "settings.html",
+        status_code=status_code,
+        page=who,
+        error=error,
+        error_section=section,
+        values=values or {},
+        **context,
+    )
+
+
+@router.get("/w/{slug}/settings", name="web_settings")
+def settings(request: Request, who: Annotated[Page, Depends(page)]) -> Response:
+    return _render(request, who)
+
+
+async def _refused(
+    request: Request, who: Page, exc: RelataError, section: str, values: dict[str, str]
+) -> Response:
+    """The settings page again with the refusal beside the section's forms (and what was
+    typed in them), in the status the API answers."""
+    return await run_in_threadpool(
+        lambda: _render(
+            request,
+            who,
+            status_code=status_for(exc),
+            error=exc.message,
+            section=section,
+            values=values,
+        )
+    )
+
+
+# ---------------------------------------------------------------- re-embedding
+@router.post("/w/{slug}/settings/reembed", name="web_settings_reembed")
+async def reembed(request: Request) -> Response:
+    who, data = await form(request)
+    c = container(request)
+    all_chunks = field(data, "all", max_length=8) == "true"
+    job = await run_in_threadpool(
+        lambda: c.reembed.start(who.workspace_id, all_chunks=all_chunks, actor=who.principal.actor)
+    )
+    done = "reembedding" if job is not None else "reembed_nothing"
+    return RedirectResponse(f"{who.url('settings')}?done={done}#reembed", status_code=303)
+
+
+# ---------------------------------------------------------------- API tokens
+def _expiry(value: str) -> datetime | None:
+    """When a token stops working: the start of the chosen day (UTC), or None: when
+    revoked. (A date-time is taken as it is.)"""
+    return parse_instant(value or None, "expires")
+
+
+def _token_values(data: FormData) -> dict[str, str]:
+    return {
+        "token_name": field(data, "name", max_length=200),
+        "token_role": field(data, "role", max_length=16),
+        "token_expires": field(data, "expires", max_length=40),
+    }
+
+
+@router.post("/w/{slug}/settings/tokens", name="web_settings_token_create")
+async def create_token(request: Request) -> Response:
+    who, data = await form(request, viewer_may_write=True)
+    c = container(request)
+    values = _token_values(data)
+    try:
+        role = _role(values["token_role"], "role") if values["token_role"] else who.role
+        expires_at = _expiry(values["token_expires"])
+        secret, token = await run_in_threadpool(
+            lambda: c.tokens.create(
+                user_id=who.user.id,
+                workspace_id=who.workspace_id,
+                name=values["token_name"],
+                role=role,
+                creator_role=who.role,
+                expires_at=expires_at,
+                actor=who.principal.actor,
+            )
+        )
+    except (ValidationError, NotFound) as exc:
+        return await _refused(request, who, exc, "tokens", values)
+    # Rendered here, never redirected to: the secret is in no URL, and the page is no-store.
+    return render(
+        request,
+        "token_created.html",
+        status_code=201,
+        page=who,
+        token=TokenOut.of(token),
+        secret=secret,
+    )
+
+
+@router.post("/w/{slug}/settings/tokens/{token_id}/revoke", name="web_settings_token_revoke")
+async def revoke_token(request: Request, token_id: str) -> Response:
+    who, _ = await form(request, viewer_may_write=True)
+    c = container(request)
+
+    def revoke() -> None:
+        token = c.tokens.get(who.workspace_id, token_id)
+        if who.role is not Role.OWNER and token.user_id != who.user.id:
+            raise NotFound("token not found")  # as the API: another's token is not theirs
+        c.tokens.revoke(who.workspace_id, token_id, actor=who.principal.actor)
+
+    await run_in_threadpool(revoke)
+    return RedirectResponse(f"{who.url('settings')}?done=token_revoked#tokens", status_code=303)
+
+
+# ---------------------------------------------------------------- members
+def _owner(who: Page) -> None:
+    who.principal.require(Role.OWNER, "manage the workspace's members")
+
+
+def _members_done(who: Page, code: str) -> Response:
+    return RedirectResponse(f"{who.url('settings')}?done={code}#members", status_code=303)
+
+
+@router.post("/w/{slug}/settings/members", name="web_settings_member_add")
+async def add_member(request: Request) -> Response:
+    who, data = await form(request)
+    _owner(who)
+    c = container(request)
+    values = {
+        "member_username": field(data, "username", max_length=200),
+        "member_role": field(data, "role", max_length=16),
+    }
+    try:
+        if not values["member_username"]:
+            raise ValidationError("username is required", field="username")
+        role = _role(values["member_role"], "role")
+        await run_in_threadpool(
+            lambda: c.members.add(
+                who.workspace_id, values["member_username"], role, actor=who.principal.actor
+            )
+        )
+    except (ValidationError, NotFound, Conflict) as exc:
+        return await _refused(request, who, exc, "members", values)
+    return _members_done(who, "member_added")
+
+
+@router.post("/w/{slug}/settings/members/{username}/role", name="web_settings_member_role")
+async def change_member(request: Request, username: str) -> Response:
+    who, data = await form(request)
+    _owner(who)
+    c = container(request)
+    try:
+        role = _role(field(data, "role", max_length=16), "role")
+        await run_in_threadpool(
+            lambda: c.members.set_role(who.workspace_id, username, role, actor=who.principal.actor)
+        )
+    except (ValidationError, NotFound, Conflict) as exc:
+        return await _refused(request, who, exc, "members", {})
+    return _members_done(who, "member_changed")
+
+
+@router.post("/w/{slug}/settings/members/{username}/remove", name="web_settings_member_remove")
+async def remove_member(request: Request, username: str) -> Response:
+    who, _ = await form(request)
+    _owner(who)
+    c = container(request)
+    try:
+        await run_in_threadpool(
+            lambda: c.members.remove(who.workspace_id, username, actor=who.principal.actor)
+        )
+    except (ValidationError, NotFound, Conflict) as exc:
+        return await _refused(request, who, exc, "members", {})
+    return _members_done(who, "member_removed")
