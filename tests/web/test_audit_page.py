@@ -119,5 +119,4 @@ def test_names_from_the_xss_corpus_are_escaped(c: Container) -> None:
     client = web_client(c)
     page = client.get(AUDIT).text
     assert str(escape(XSS[1])) in page  # the token's name, as text
-    assert 'href="javascript:' not in page.lower()
-    assert [s for s in leaked(page) if not s.startswith("javascript:")] == []
+    assert leaked(page) == []
