@@ -1,5 +1,7 @@
 """The library: a workspace's items, newest first, with type, status and date filters and
-paging. (Uploading: ``relata.web.pages.upload``.)"""
+paging, and for editors the upload form (handled by ``relata.web.pages.upload``; with
+JavaScript, ``static/upload.js`` sends each file to the API with progress). Rows of items
+still being processed carry ``data-live-status`` for ``static/status.js`` to follow."""
 
 from __future__ import annotations
 
@@ -13,8 +15,9 @@ from relata.api.deps import container
 from relata.api.v1.params import instant
 from relata.domain.errors import ValidationError
 from relata.domain.models import ItemStatus, SourceType
+from relata.domain.vocabulary import Role
 from relata.schemas.items import item_out
-from relata.web.context import Page, page
+from relata.web.context import MAX_FORM_FILES, Page, page
 from relata.web.templating import render
 
 router = APIRouter()
@@ -67,4 +70,7 @@ async def library(
         prev_offset=max(0, offset - PAGE_SIZE) if offset else None,
         types=[t.value for t in SourceType],
         statuses=[s.value for s in ItemStatus],
+        can_upload=who.can(Role.EDITOR),
+        max_upload_bytes=c.ingest.max_upload_bytes,
+        max_files=MAX_FORM_FILES,
     )
