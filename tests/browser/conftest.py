@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
+import httpx
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, Playwright, sync_playwright
 
@@ -48,6 +49,16 @@ def relata_server(
     assert running.proc.returncode in (0, -15), (
         f"relata serve exited {running.proc.returncode}:\n{running.output()}"
     )
+
+
+@pytest.fixture(scope="session")
+def api(relata_server: Server) -> Iterator[httpx.Client]:
+    """The server's API as a script uses it (a token made by ``relata tokens create``): to
+    check what a page did, and to add documents."""
+    token = relata_server.token("browser-tests")
+    headers = {"Authorization": f"Bearer {token}"}
+    with httpx.Client(base_url=relata_server.url("/api/v1"), headers=headers, timeout=30) as c:
+        yield c
 
 
 @pytest.fixture(scope="session")
