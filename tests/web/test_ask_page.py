@@ -90,7 +90,9 @@ def test_without_a_model_it_is_unavailable_with_the_sources_and_their_contradict
     assert sources["S1"] == f"/w/default/items/{ids[PRESS]}"
     assert f"/w/default/items/{ids[MINUTES]}" in sources.values()
     chunks = {ch.id for ch in c.repos.chunks.list_for_item(workspace_id(c), ids[PRESS])}
-    linked = re.findall(rf'href="/w/default/items/{ids[PRESS]}#chunk-([0-9a-f-]+)"', r.text)
+    linked = re.findall(
+        rf'href="/w/default/items/{ids[PRESS]}\?chunk=([0-9a-f-]+)#chunk-\1"', r.text
+    )
     assert linked and set(linked) <= chunks
     # The planted contradiction, both quotations side by side, the conflicting words marked.
     assert "The sources disagree" in words and "Sabrewing Array: date" in words
@@ -232,7 +234,7 @@ def test_an_answer_links_its_citations_and_shows_each_sentences_verdict(
     r = ask(web_client(c), "What is at Halloran Sound?")
     assert r.status_code == 200, r.text
     chunk = c.repos.chunks.list_for_item(workspace_id(c), ids["Turbine register"])[0].id
-    passage = f"/w/default/items/{ids['Turbine register']}#chunk-{chunk}"
+    passage = f"/w/default/items/{ids['Turbine register']}?chunk={chunk}#chunk-{chunk}"
     answer = r.text.split('<p class="answer-text">', 1)[1].split("</p>", 1)[0]
     assert f'<a class="cite" href="{passage}" title="Turbine register">' in answer
     assert "[S" not in re.sub(r"<[^>]+>", "", answer).replace("[source S", "")  # markers: links

@@ -110,8 +110,7 @@ def test_the_item_page_shows_metadata_runs_text_and_knowledge(
     )
     # chunks, entities (linked), claims
     assert (
-        '<details class="chunk">' in html
-        and "<summary>Chunk 1 · characters 0–925</summary>" in html
+        '<details class="chunk"' in html and "<summary>Chunk 1 · characters 0–925</summary>" in html
     )
     reyes = next(e for e, _ in c.entities.for_item(ws, press.id) if e.name == "Tomas Reyes")
     assert f'<a href="/w/default/entities/{reyes.id}">Tomas Reyes</a>' in html
@@ -161,9 +160,14 @@ def test_long_lists_and_long_text_are_bounded(
     monkeypatch.setattr(item_pages, "TEXT_CHARS", 100)
     item = c.items.get(_ws(c), ids[INSTITUTE]).item
     html = web_client(c).get(f"/w/default/items/{item.id}").text
-    assert "The first 2 of 4 chunks." in html and html.count('<details class="chunk">') == 2
+    assert "The first 2 of 4 chunks." in html and html.count('<details class="chunk"') == 2
     assert "The first 3 of 6 claims." in html
     assert f"The first 100 of {len(item.text or '')} characters." in html
+    # A citation links to a chunk beyond the first ones: it is on the page, open.
+    last = c.repos.chunks.list_for_item(_ws(c), item.id)[-1]
+    cited = web_client(c).get(f"/w/default/items/{item.id}?chunk={last.id}").text
+    assert cited.count('<details class="chunk"') == 3
+    assert f'<details class="chunk" id="chunk-{last.id}" open>' in cited
 
 
 def test_the_original_downloads_as_the_api_serves_it(

@@ -83,7 +83,9 @@ def test_a_query_finds_the_demo_items_with_marked_matches_and_an_explanation_in_
     # The planted contradiction flags both of its items.
     assert r.text.count("Disputed: 1 open contradiction") == 2
     # Each excerpt links to its passage on the item page.
-    assert re.search(rf'href="/w/default/items/{ids[PRESS]}#chunk-[0-9a-f-]+"', r.text)
+    assert re.search(
+        rf'href="/w/default/items/{ids[PRESS]}\?chunk=[0-9a-f-]+#chunk-[0-9a-f-]+"', r.text
+    )
 
 
 def test_without_a_query_the_page_is_just_the_form(client: TestClient) -> None:

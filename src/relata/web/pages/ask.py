@@ -144,7 +144,7 @@ class ContradictionView:
 
 
 def passage_url(who: Page, item_id: str, chunk_id: str) -> str:
-    return who.url(f"items/{item_id}") + f"#chunk-{chunk_id}"
+    return who.url(f"items/{item_id}") + f"?chunk={chunk_id}#chunk-{chunk_id}"
 
 
 def _cites(refs: Sequence[str], by_ref: Mapping[str, Cite]) -> tuple[Cite, ...]:

@@ -25,7 +25,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Query, Request
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import FileResponse, RedirectResponse, Response
 
@@ -114,7 +114,18 @@ def _highlights(
     return passages(text, quoted, named)
 
 
-def _item_view(request: Request, who: Page, item_id: str) -> dict[str, Any]:
+def _shown_chunks(chunks: list[Any], wanted: str | None) -> list[Any]:
+    """The first ``CHUNKS_SHOWN`` chunks, and the one a citation links to (``?chunk=``) when
+    it is further on, so its anchor is always on the page."""
+    shown = chunks[:CHUNKS_SHOWN]
+    if wanted and all(ch.id != wanted for ch in shown):
+        shown += [ch for ch in chunks[CHUNKS_SHOWN:] if ch.id == wanted]
+    return shown
+
+
+def _item_view(
+    request: Request, who: Page, item_id: str, chunk: str | None = None
+) -> dict[str, Any]:
     c = container(request)
     ws = who.workspace_id
     detail = c.items.get(ws, item_id)  # NotFound here for another workspace's item
@@ -138,7 +149,8 @@ def _item_view(request: Request, who: Page, item_id: str) -> dict[str, Any]:
         "text_total": len(text),
         "text_shown": len(shown),
         "passages": _highlights(shown, mentions, entities, claims),
-        "chunks": chunks[:CHUNKS_SHOWN],
+        "chunks": _shown_chunks(chunks, chunk),
+        "open_chunk": chunk,
         "chunks_total": len(chunks),
         "entities": entity_counts[:ENTITIES_SHOWN],
         "entities_total": len(entity_counts),
@@ -160,8 +172,15 @@ def _item_view(request: Request, who: Page, item_id: str) -> dict[str, Any]:
 
 
 @router.get("/w/{slug}/items/{item_id}", name="web_item")
-def item_page(request: Request, item_id: str, who: Annotated[Page, Depends(page)]) -> Response:
-    view = _item_view(request, who, item_id)
+def item_page(
+    request: Request,
+    item_id: str,
+    who: Annotated[Page, Depends(page)],
+    chunk: Annotated[str | None, Query(max_length=64)] = None,
+) -> Response:
+    """The item; ``?chunk=<id>`` (what a citation or an excerpt links to, with the anchor
+    ``#chunk-<id>``) opens that chunk and makes sure it is on the page."""
+    view = _item_view(request, who, item_id, chunk)
     return render(request, "item.html", page=who, can_edit=who.can(Role.EDITOR), **view)
 
 

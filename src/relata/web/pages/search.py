@@ -175,7 +175,7 @@ def _excerpt_view(
     if e.page is not None:
         where = f"{where}, page {e.page}" if where else f"page {e.page}"
     return ExcerptView(
-        url=who.url(f"items/{item_id}") + f"#chunk-{e.chunk_id}",
+        url=who.url(f"items/{item_id}") + f"?chunk={e.chunk_id}#chunk-{e.chunk_id}",
         where=where,
         segments=segments(e.text, spans),
     )
