@@ -75,8 +75,8 @@ def _serve(_: argparse.Namespace) -> int:
 
     from relata.api.app import create_app
     from relata.jobs.runner import shutdown_signals
-    from relata.web import web_routes
     from relata.storage.sql import migrate
+    from relata.web import web_routes
 
     class _TimedServer(uvicorn.Server):
         """uvicorn's server, remembering when the first shutdown signal arrived."""
