@@ -421,7 +421,9 @@ def _build_ingestion(
         audit=audit,
         limits=limits,
     )
-    catalog = ItemCatalog(repos.items, repos.runs, originals, pipeline, audit=audit)
+    catalog = ItemCatalog(
+        repos.items, repos.runs, originals, pipeline, audit=audit, chunks=repos.chunks
+    )
     chunk = ChunkStage(
         items=repos.items,
         chunking=ChunkSettings(settings.chunk_target_chars, settings.chunk_overlap_chars),

@@ -59,6 +59,10 @@ class WorkspaceService:
         )
         return created, True
 
+    def get(self, workspace_id: str) -> Workspace:
+        """The workspace with this id (NotFound when there is none)."""
+        return self._repo.get(workspace_id)
+
     def resolve(self, slug: str | None = None) -> Workspace:
         """The workspace with this slug (default: the configured one); NotFound names it."""
         target = slug or self.default_slug

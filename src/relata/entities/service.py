@@ -105,6 +105,18 @@ class EntityService:
             co_mentioned=self._entities.co_mentioned(workspace_id, entity_id),
         )
 
+    def mentions_in(self, workspace_id: str, item_id: str) -> builtins.list[EntityObservation]:
+        """Every entity mention of an item, with its offsets (to highlight its text)."""
+        return self._entities.observations_for_item(workspace_id, item_id)
+
+    def mentions_of(
+        self, workspace_id: str, entity_id: str, *, limit: int = MAX_OBSERVATIONS
+    ) -> builtins.list[EntityObservation]:
+        """The first ``limit`` mentions of an entity (at most ``MAX_OBSERVATIONS``)."""
+        return self._entities.observations(
+            workspace_id, entity_id, limit=max(1, min(limit, MAX_OBSERVATIONS))
+        )
+
     def for_item(self, workspace_id: str, item_id: str) -> builtins.list[tuple[Entity, int]]:
         """The entities an item names, with how many times, most named first."""
         counts: dict[str, int] = {}

@@ -14,14 +14,27 @@ from __future__ import annotations
 import builtins
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 from relata.domain.errors import NotFound, ValidationError
-from relata.domain.models import SYSTEM_ACTOR, Actor, Item, ItemStatus, ProcessingRun, SourceType
-from relata.domain.ports import AuditRecorder, ItemRepository, ProcessingRunRepository
+from relata.domain.models import (
+    SYSTEM_ACTOR,
+    Actor,
+    Chunk,
+    Item,
+    ItemStatus,
+    ProcessingRun,
+    SourceType,
+)
+from relata.domain.ports import (
+    AuditRecorder,
+    ChunkRepository,
+    ItemRepository,
+    ProcessingRunRepository,
+)
 from relata.domain.vocabulary import AuditAction, AuditTarget
 from relata.ingest.originals import EXTENSIONS, OriginalStore
 from relata.ingest.validation import MEDIA_TYPES
@@ -58,8 +71,10 @@ class ItemCatalog:
         pipeline: Pipeline,
         *,
         audit: AuditRecorder,
+        chunks: ChunkRepository,
     ) -> None:
         self._items = items
+        self._chunks = chunks
         self._runs = runs
         self._originals = originals
         self._pipeline = pipeline
@@ -71,6 +86,26 @@ class ItemCatalog:
         """Run ``hook(workspace_id, item_id)`` when an item is deleted (e.g. drop vectors)."""
         with self._lock:
             self._on_delete.append(hook)
+
+    def briefs(self, workspace_id: str, item_ids: Sequence[str]) -> builtins.list[Item]:
+        """The live items of ``item_ids`` in this workspace, without their text (for titles
+        and links); the others are simply absent."""
+        unique = builtins.list(dict.fromkeys(item_ids))
+        return self._items.get_many(workspace_id, unique, with_text=False) if unique else []
+
+    def titles(self, workspace_id: str, item_ids: Iterable[str]) -> dict[str, str]:
+        """Titles of the live items of ``item_ids`` in this workspace."""
+        return {i.id: i.title for i in self.briefs(workspace_id, builtins.list(item_ids))}
+
+    def chunks(self, workspace_id: str, item_id: str) -> builtins.list[Chunk]:
+        """The item's chunks in order (NotFound for another workspace's item)."""
+        self._items.get(workspace_id, item_id)
+        return self._chunks.list_for_item(workspace_id, item_id)
+
+    def chunks_by_id(self, workspace_id: str, chunk_ids: Sequence[str]) -> builtins.list[Chunk]:
+        """The chunks of ``chunk_ids`` in this workspace (the others are absent)."""
+        unique = builtins.list(dict.fromkeys(chunk_ids))
+        return self._chunks.get_many(workspace_id, unique) if unique else []
 
     def get(self, workspace_id: str, item_id: str) -> ItemDetail:
         item = self._items.get(workspace_id, item_id)

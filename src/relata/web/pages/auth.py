@@ -34,7 +34,7 @@ def _home(request: Request) -> str:
     session = c.accounts.sessions.resolve(token) if token else None
     if session is None:
         return "/sign-in"
-    ws = c.repos.workspaces.get(session.workspace_id)
+    ws = c.workspaces.get(session.workspace_id)
     return f"/w/{ws.slug}/library"
 
 
@@ -79,7 +79,7 @@ async def sign_in(request: Request) -> Response:
             federated=c.oidc is not None,
         )
     if target is None:
-        ws = await run_in_threadpool(c.repos.workspaces.get, signed.session.workspace_id)
+        ws = await run_in_threadpool(c.workspaces.get, signed.session.workspace_id)
         target = f"/w/{ws.slug}/library"
     response = RedirectResponse(target, status_code=303)
     set_session_cookie(response, request, c, signed.token)

@@ -118,7 +118,7 @@ def chunks_by_id(
     wanted = sorted({i for i in chunk_ids if i})
     if not wanted:
         return {}
-    return {ch.id: ch for ch in c.repos.chunks.get_many(workspace_id, wanted)}
+    return {ch.id: ch for ch in c.items.chunks_by_id(workspace_id, wanted)}
 
 
 def item_titles(c: Container, workspace_id: str, item_ids: Iterable[str]) -> dict[str, str]:
@@ -126,8 +126,7 @@ def item_titles(c: Container, workspace_id: str, item_ids: Iterable[str]) -> dic
     wanted = sorted(set(item_ids))
     if not wanted:
         return {}
-    found = c.repos.items.get_many(workspace_id, wanted, with_text=False)
-    return {i.id: i.title for i in found}
+    return c.items.titles(workspace_id, wanted)
 
 
 def choice(enum: type[E], value: str | None, name: str) -> E | None:
@@ -239,7 +238,7 @@ def _sides(c: Container, workspace_id: str, views: list[AliasView]) -> dict[str,
     firsts = {
         eid: found[0]
         for eid in entities
-        if (found := c.repos.entities.observations(workspace_id, eid, limit=1))
+        if (found := c.entities.mentions_of(workspace_id, eid, limit=1))
     }
     chunks = chunks_by_id(c, workspace_id, (o.chunk_id for o in firsts.values()))
     titles = item_titles(c, workspace_id, (o.item_id for o in firsts.values()))

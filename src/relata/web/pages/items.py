@@ -132,13 +132,13 @@ def _item_view(
     item = detail.item
     entity_counts = c.entities.for_item(ws, item_id)
     entities = {e.id: e for e, _ in entity_counts}
-    mentions = c.repos.entities.observations_for_item(ws, item_id)
+    mentions = c.entities.mentions_in(ws, item_id)
     claims = c.claims.for_item(ws, item_id)
-    chunks = c.repos.chunks.list_for_item(ws, item_id)
+    chunks = c.items.chunks(ws, item_id)
     contradictions = c.claims.contradictions(ws, item_id=item_id, limit=CONTRADICTIONS_SHOWN + 1)
     related = c.relationships.related(ws, item_id, limit=RELATED_SHOWN + 1)
     others = {i for x in contradictions for i in (x.first.item_id, x.second.item_id)} - {item_id}
-    titles = {i.id: i.title for i in c.repos.items.get_many(ws, sorted(others), with_text=False)}
+    titles = c.items.titles(ws, sorted(others))
     text = item.text or ""
     shown = text[:TEXT_CHARS]
     return {
@@ -235,7 +235,7 @@ def _delete_view(request: Request, who: Page, item_id: str) -> dict[str, Any]:
     item = c.items.get(ws, item_id).item
     return {
         "item": item_out(item),
-        "mentions": len(c.repos.entities.observations_for_item(ws, item_id)),
+        "mentions": len(c.entities.mentions_in(ws, item_id)),
         "claims": len(c.claims.for_item(ws, item_id)),
         "related": len(c.relationships.related(ws, item_id, include_rejected=True, limit=COUNTED)),
         "contradictions": len(c.claims.contradictions(ws, item_id=item_id, limit=COUNTED)),

@@ -60,7 +60,7 @@ def _rows(c: Container, workspace_id: str, jobs: list[Job]) -> list[dict[str, An
     """Each job's response shape with the item it works on (None: not an item's job; an
     item dict without a title: deleted since)."""
     ids = list(dict.fromkeys(i for i in map(_item_id, jobs) if i))
-    found = c.repos.items.get_many(workspace_id, ids, with_text=False) if ids else []
+    found = c.items.briefs(workspace_id, ids)
     names = {i.id: i.title or i.original_filename or i.id for i in found}
     rows = []
     for job in jobs:
