@@ -80,6 +80,11 @@ def test_the_page_lists_the_demos_jobs_with_their_items_and_a_failures_error(
     assert "selected>failed" in only_failed.text
     done = client.get(JOBS, params={"status": "succeeded"})
     assert failed.id not in done.text and 'class="status status-failed"' not in done.text
+    parses = client.get(JOBS, params={"kind": "parse_item"})
+    assert _ids(parses.text) == [j.id for j in c.queue.list(ws, kind="parse_item", limit=25)]
+    assert "selected>parse_item" in parses.text
+    both = client.get(JOBS, params={"kind": "parse_item", "status": "failed"})
+    assert _ids(both.text) == [failed.id]
     # The demo's documents are linked from their jobs (on whichever page they are).
     pages = r.text + client.get(JOBS, params={"offset": PAGE_SIZE}).text
     for item_id in items.values():
@@ -104,6 +109,8 @@ def test_a_bad_filter_is_a_page_naming_it(c: Container) -> None:
     client = web_client(c)
     r = client.get(JOBS, params={"status": "dead"})
     assert r.status_code == 400 and "status must be one of" in r.text
+    odd = client.get(JOBS, params={"kind": "mine_bitcoin"})
+    assert odd.status_code == 400 and "kind must be one of" in odd.text
     below = client.get(JOBS, params={"offset": -1})
     assert below.status_code == 400 and "offset" in below.text
 

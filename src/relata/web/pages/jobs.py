@@ -24,7 +24,7 @@ from starlette.responses import RedirectResponse, Response
 
 from relata.api.deps import container
 from relata.api.v1.params import MAX_OFFSET
-from relata.domain.errors import Conflict, NotFound
+from relata.domain.errors import Conflict, NotFound, ValidationError
 from relata.domain.models import Job, JobStatus
 from relata.domain.vocabulary import Role, StageKind
 from relata.embeddings.reembed import REEMBED_WORKSPACE
@@ -83,22 +83,27 @@ async def jobs(
     request: Request,
     who: Annotated[Page, Depends(page)],
     status: str | None = None,
+    kind: str | None = None,
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
 ) -> Response:
     c = container(request)
     chosen = parse_status(status)
+    kinds = c.registry.kinds()
+    if kind and kind not in kinds:
+        raise ValidationError(f"kind must be one of {', '.join(kinds)}", field="kind")
 
     def load() -> tuple[list[Job], list[dict[str, Any]]]:
         found = c.queue.list(
             who.workspace_id,
             status=chosen.value if chosen else None,
+            kind=kind or None,
             limit=PAGE_SIZE + 1,
             offset=offset,
         )
         return found, _rows(c, who.workspace_id, found[:PAGE_SIZE])
 
     found, rows = await run_in_threadpool(load)
-    filters = {"status": chosen.value if chosen else None}
+    filters = {"status": chosen.value if chosen else None, "kind": kind or None}
     return render(
         request,
         "jobs.html",
@@ -106,6 +111,7 @@ async def jobs(
         rows=rows,
         filters=filters,
         statuses=[s.value for s in JobStatus],
+        kinds=kinds,
         offset=offset,
         next_offset=offset + PAGE_SIZE if len(found) > PAGE_SIZE else None,
         prev_offset=max(0, offset - PAGE_SIZE) if offset else None,
