@@ -14,7 +14,7 @@ from typing import Any
 from relata.analysis.factory import build_analysis
 from relata.analysis.service import AnalysisService
 from relata.audit import AuditService
-from relata.auth.accounts import AccountService
+from relata.auth.accounts import ADDRESS_FACTOR, AccountService
 from relata.auth.members import MemberService
 from relata.auth.oidc import OidcService, oidc_config_from
 from relata.auth.ratelimit import FailureLimiter
@@ -383,6 +383,11 @@ def _build_accounts(
         max_failures=settings.login_max_failures,
         window_seconds=settings.login_window_seconds,
     )
+    address_limiter = FailureLimiter(
+        clock,
+        max_failures=ADDRESS_FACTOR * settings.login_max_failures,
+        window_seconds=settings.login_window_seconds,
+    )
     return AccountService(
         repos.users,
         sessions,
@@ -390,6 +395,7 @@ def _build_accounts(
         limiter=limiter,
         audit=audit,
         concurrency=settings.password_concurrency,
+        address_limiter=address_limiter,
     )
 
 

@@ -3,8 +3,10 @@
 Sign-in answers an unknown user and a wrong password alike: the same error, and an Argon2
 verification in both cases (an unknown user is checked against a dummy hash), so neither the
 response nor its timing tells whether an account exists. Before verifying, the account and
-the client address are checked against the failure limiter (``relata.auth.ratelimit``), so
-guessing is slowed per account and per address; a success clears the account's counter.
+the client address are checked against the failure limiters (``relata.auth.ratelimit``), so
+guessing is slowed per account and per address; a success clears the account's counter. The
+address allows ``ADDRESS_FACTOR`` times the account's failures: people behind one proxy or
+office address share it, and a few mistyped passwords there must not lock everyone out.
 Verifications run at most ``concurrency`` at once (each costs ~0.1 s and 64 MiB); a caller
 that waits too long gets ``Overloaded`` (503) rather than piling up memory.
 
@@ -14,6 +16,7 @@ default workspace for the first administrator (docs/decisions/0022-accounts-sess
 
 from __future__ import annotations
 
+import math
 import re
 import secrets
 import threading
@@ -36,7 +39,9 @@ from relata.domain.vocabulary import ActorKind, AuditAction, AuditTarget, Role
 from relata.ids import new_id
 
 BAD_CREDENTIALS = "username or password is incorrect"
-TOO_MANY = "too many failed sign-ins; try again later"
+TOO_MANY = "too many failed sign-ins; try again in {wait}"
+#: How many times the account's failures one client address may have.
+ADDRESS_FACTOR = 4
 VERIFY_WAIT_SECONDS = 10.0
 _USERNAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 
@@ -67,11 +72,13 @@ class AccountService:
         limiter: FailureLimiter,
         audit: AuditRecorder,
         concurrency: int = 2,
+        address_limiter: FailureLimiter | None = None,
     ) -> None:
         self._users = users
         self.sessions = sessions
         self._clock = clock
         self._limiter = limiter
+        self._address_limiter = limiter if address_limiter is None else address_limiter
         self._audit = audit
         self._verify_slots = threading.BoundedSemaphore(concurrency)
         self._dummy_hash: str | None = None
@@ -157,9 +164,18 @@ class AccountService:
         and a wrong password) or ``RateLimited``."""
         account_key = "u:" + username.strip().lower()[:128]
         address_key = "a:" + (client or "unknown")
-        waits = [w for w in map(self._limiter.retry_after, (account_key, address_key)) if w]
+        waits = [
+            w
+            for w in (
+                self._limiter.retry_after(account_key),
+                self._address_limiter.retry_after(address_key),
+            )
+            if w
+        ]
         if waits:
-            raise RateLimited(TOO_MANY, retry_after=max(waits))
+            wait = max(waits)
+            words = f"{wait} seconds" if wait < 120 else f"{math.ceil(wait / 60)} minutes"
+            raise RateLimited(TOO_MANY.format(wait=words), retry_after=wait)
         too_long = len(password) > MAX_LENGTH
         try:
             user: User | None = self._users.get_by_username(username.strip().lower())
@@ -170,7 +186,7 @@ class AccountService:
         home = self.home(user.id) if user is not None and ok else None
         if user is None or not ok:
             self._limiter.fail(account_key)
-            self._limiter.fail(address_key)
+            self._address_limiter.fail(address_key)
             if user is not None:
                 failed_home = self.home(user.id)
                 if failed_home is not None:

@@ -243,8 +243,8 @@ SETTINGS: tuple[Setting, ...] = (
         _int(1, 1000),
         "5",
         "1-1000",
-        "Failed sign-ins, per account and per client address, after which sign-in is refused "
-        "(429) until the window has passed.",
+        "Failed sign-ins per account after which its sign-in is refused (429) until the window "
+        "has passed; a client address is allowed four times as many.",
     ),
     Setting(
         "RELATA_LOGIN_WINDOW_SECONDS",
