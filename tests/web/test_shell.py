@@ -108,3 +108,57 @@ def test_pages_carry_the_strict_csp_and_are_never_cached(container: Container) -
     assert "script-src 'self'" in csp and "unsafe-inline" not in csp
     assert r.headers["cache-control"] == "no-store"
     assert "<script>" not in r.text and " style=" not in r.text
+
+
+def test_unknown_paths_are_a_page_and_the_apis_stay_json(container: Container) -> None:
+    client = web_client(container)
+    for path in ("/nope", "/favicon.ico", "/w", "/sign-up"):
+        r = client.get(path)
+        assert r.status_code == 404 and r.headers["content-type"].startswith("text/html"), path
+        assert "Check the address" in r.text
+    api = client.get("/api/v1/nope")
+    assert api.status_code == 404 and api.json()["error"]["code"] == "not_found"
+    assert client.get("/docs/assets/nope").headers["content-type"].startswith("application/json")
+
+
+def test_a_workspaces_own_address_and_sign_in_when_signed_in_go_to_the_library(
+    container: Container,
+) -> None:
+    client = web_client(container)
+    for path in ("/w/default", "/w/default/"):
+        r = client.get(path)
+        assert r.status_code == 303 and r.headers["location"] == "/w/default/library", path
+    assert client.get("/w/other/").status_code == 404
+    r = client.get("/sign-in")
+    assert r.status_code == 303 and r.headers["location"] == "/w/default/library"
+    r = client.get("/sign-in?next=/w/default/jobs")
+    assert r.headers["location"] == "/w/default/jobs"
+
+
+def test_the_brand_links_to_the_workspace_in_use(container: Container) -> None:
+    team, _ = container.workspaces.ensure("team")
+    client = web_client(container, username="cy")
+    container.members.add(team.id, "cy", Role.VIEWER, actor=CLI_ACTOR)
+    assert '<a class="brand" href="/w/team/library">' in client.get("/w/team/library").text
+
+
+def test_a_form_posted_after_the_session_ended_goes_to_sign_in(container: Container) -> None:
+    client = web_client(container)
+    token = csrf(client, "/w/default/library")
+    container.accounts.sign_out(client.cookies["relata_session"])
+    r = client.post("/sign-out", data={"csrf_token": token})
+    assert r.status_code == 303 and r.headers["location"] == "/sign-in?expired=1"
+    assert "Your session has ended" in client.get("/sign-in?expired=1").text
+
+
+def test_form_problems_are_said_in_words(container: Container) -> None:
+    client = web_client(container)
+    forged = client.post("/sign-out", data={"csrf_token": "forged"})
+    assert forged.status_code == 403 and "this form has expired" in forged.text
+    token = csrf(client, "/w/default/library")
+    huge = client.post(
+        "/sign-out",
+        files={"csrf_token": (None, token), "note": (None, "x" * 70_000)},
+    )
+    assert huge.status_code == 400 and "longer than 64 KB" in huge.text
+    assert client.get("/w/default/library").status_code == 200  # still signed in

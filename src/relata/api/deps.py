@@ -70,7 +70,9 @@ class Principal:
     def require(self, role: Role, action: str) -> None:
         """Forbidden unless the principal's role is at least ``role``."""
         if not self.role.at_least(role):
-            raise Forbidden(f"a {self.role.value} cannot {action}; it takes {role.value}")
+            who = self.role.value
+            article = "an" if who[:1] in "aeiou" else "a"
+            raise Forbidden(f"{article} {who} cannot {action}; it takes {role.value}")
 
 
 def container(request: Request) -> Container:

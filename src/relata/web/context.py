@@ -20,10 +20,18 @@ from typing import TYPE_CHECKING, Any
 from fastapi import Request
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
+from starlette.exceptions import HTTPException
+from starlette.formparsers import MultiPartException
 
-from relata.api.deps import CSRF_FIELD, Principal, container, resolve_principal
-from relata.auth.sessions import csrf_token_for
-from relata.domain.errors import Unauthenticated, ValidationError
+from relata.api.deps import (
+    CSRF_FIELD,
+    Principal,
+    container,
+    resolve_principal,
+    session_cookie,
+)
+from relata.auth.sessions import csrf_ok, csrf_token_for
+from relata.domain.errors import Forbidden, Unauthenticated, ValidationError
 from relata.domain.models import Membership, User
 from relata.domain.vocabulary import Role
 
@@ -98,14 +106,48 @@ async def form(
     ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if ctype not in ("application/x-www-form-urlencoded", "multipart/form-data"):
         raise ValidationError("post the page's form", field="content-type")
-    data = await request.form(
-        max_files=max_files, max_fields=MAX_FORM_FIELDS, max_part_size=MAX_FIELD_BYTES
+    data = await read_form(
+        request, max_files=max_files, max_fields=MAX_FORM_FIELDS, max_part_size=MAX_FIELD_BYTES
     )
     token = data.get(CSRF_FIELD)
+    cookie = session_cookie(request)
+    if cookie is not None and not csrf_ok(cookie, token if isinstance(token, str) else None):
+        raise Forbidden(
+            "this form has expired or did not come from this page (its CSRF token does not "
+            "match): reload the page and submit it again"
+        )
     who = await run_in_threadpool(
         _page, request, token if isinstance(token, str) else None, viewer_may_write
     )
     return who, data
+
+
+async def read_form(
+    request: Request, *, max_files: int, max_fields: int, max_part_size: int
+) -> FormData:
+    """The request's form within these bounds; a form beyond them is a ValidationError in
+    words (not the parser's)."""
+    try:
+        return await request.form(
+            max_files=max_files, max_fields=max_fields, max_part_size=max_part_size
+        )
+    except MultiPartException as exc:
+        raise ValidationError(_form_problem(exc.message, max_part_size), field="form") from None
+    except HTTPException as exc:  # Starlette turns a MultiPartException into a 400
+        if exc.status_code != 400:
+            raise
+        raise ValidationError(_form_problem(str(exc.detail), max_part_size), field="form") from None
+
+
+def _form_problem(message: str, max_part_size: int = MAX_FIELD_BYTES) -> str:
+    """Starlette's words for a form it refused, as a person reads them."""
+    if "maximum size" in message or "exceeded" in message:
+        return f"a field of the form is longer than {max_part_size // 1024} KB: shorten it"
+    if "Too many files" in message:
+        return f"at most {MAX_FORM_FILES} files at once"
+    if "Too many fields" in message:
+        return "the form has too many fields"
+    return "the form could not be read: reload the page and submit it again"
 
 
 def field(data: FormData, name: str, *, default: str = "", max_length: int = 10_000) -> str:

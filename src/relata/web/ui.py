@@ -22,15 +22,18 @@ STATIC = Path(__file__).parent / "static"
 _STATIC_TYPES = {".css": "text/css", ".js": "text/javascript", ".svg": "image/svg+xml"}
 #: Only files that ship in ``static/`` with a known type are served (no directory walking).
 STATIC_FILES = frozenset(p.name for p in STATIC.iterdir() if p.suffix in _STATIC_TYPES)
-_WEB_PREFIXES = ("/w/", "/sign-in", "/sign-out", "/static/")
+#: Paths that are not the web's (their errors keep the API's JSON shape): these, and what
+#: is under them.
+_NOT_WEB = ("/api", "/docs", "/healthz", "/readyz", "/metrics")
 
 #: What to do next, by status, under every error page's message.
 NEXT_STEP = {
     400: "Check what you entered and try again.",
     403: "Your role in this workspace does not allow this, or the form had expired: reload "
     "the page and try again.",
-    404: "It may have been deleted, or it belongs to a workspace you are not a member of.",
-    409: "Someone changed it meanwhile: reload the page.",
+    404: "Check the address: the page may have been deleted, or belong to a workspace you "
+    "are not a member of.",
+    409: "It does not fit the current state (see the message): reload the page and check.",
     413: "The file is larger than this server accepts.",
     415: "Relata reads plain text, Markdown, JSON, PDF and DOCX.",
     429: "Too many attempts: wait a minute and try again.",
@@ -53,10 +56,12 @@ class WebUI:
 
     def handles(self, request: Request) -> bool:
         path = request.url.path
-        return path == "/" or path.startswith(_WEB_PREFIXES)
+        return not any(path == p or path.startswith(p + "/") for p in _NOT_WEB)
 
     def error_page(self, request: Request, status: int, code: str, message: str) -> Response:
-        if status == 401 and request.method in ("GET", "HEAD"):
+        if status == 401:
+            if request.method not in ("GET", "HEAD"):  # a form posted after the session ended
+                return RedirectResponse("/sign-in?expired=1", status_code=303)
             target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
             return RedirectResponse(f"/sign-in?next={quote(target, safe='')}", status_code=303)
         return render(

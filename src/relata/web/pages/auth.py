@@ -7,13 +7,15 @@ shows the form again with the same message for an unknown user and a wrong passw
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import RedirectResponse, Response
 
 from relata.api.deps import clear_session_cookies, container, session_cookie, set_session_cookie
 from relata.domain.errors import RateLimited, Unauthenticated
-from relata.web.context import field, form, page
+from relata.web.context import Page, field, form, page, read_form
 from relata.web.templating import render
 
 router = APIRouter()
@@ -43,9 +45,20 @@ async def home(request: Request) -> Response:
     return RedirectResponse(await run_in_threadpool(_home, request), status_code=303)
 
 
+@router.get("/w/{slug}", name="web_workspace")
+@router.get("/w/{slug}/", name="web_workspace_slash")
+async def workspace_home(who: Annotated[Page, Depends(page)]) -> Response:
+    """A workspace's address on its own: its library (404 for a non-member, like any page)."""
+    return RedirectResponse(who.url("library"), status_code=303)
+
+
 @router.get("/sign-in", name="web_sign_in")
 def sign_in_page(request: Request, next: str | None = None) -> Response:
+    """The sign-in form; someone already signed in goes on to ``next`` or their library."""
     c = container(request)
+    token = session_cookie(request)
+    if token and c.accounts.sessions.resolve(token) is not None:
+        return RedirectResponse(safe_next(next) or _home(request), status_code=303)
     return render(
         request,
         "sign_in.html",
@@ -60,7 +73,7 @@ def sign_in_page(request: Request, next: str | None = None) -> Response:
 @router.post("/sign-in", name="web_sign_in_post")
 async def sign_in(request: Request) -> Response:
     c = container(request)
-    data = await request.form(max_files=0, max_fields=8, max_part_size=4096)
+    data = await read_form(request, max_files=0, max_fields=8, max_part_size=4096)
     username = field(data, "username", max_length=128)
     password = str(data.get("password") or "")[:1024]
     target = safe_next(field(data, "next", max_length=2000)) or None

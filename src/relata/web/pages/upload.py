@@ -108,7 +108,7 @@ def _may_upload(request: Request) -> None:
     for m in c.accounts.memberships(session.user_id):
         if m.workspace.slug == slug:
             if not m.role.at_least(Role.EDITOR):
-                raise Forbidden(f"a {m.role.value} cannot upload; it takes editor")
+                raise Forbidden(f"a {m.role.value} cannot upload; it takes an editor")
             return
     raise NotFound(f"workspace {slug!r} not found")
 
