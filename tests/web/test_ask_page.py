@@ -95,7 +95,7 @@ def test_without_a_model_it_is_unavailable_with_the_sources_and_their_contradict
     )
     assert linked and set(linked) <= chunks
     # The planted contradiction, both quotations side by side, the conflicting words marked.
-    assert "The sources disagree" in words and "Sabrewing Array: date" in words
+    assert "Where the sources disagree" in words and "Sabrewing Array: date" in words
     side_by_side = r.text.split('<div class="side-by-side">', 1)[1].split("</div>", 1)[0]
     assert "He reminded the council that the Sabrewing Array" in side_by_side
     assert 'PORT HALLORAN, <mark class="claim">14 March 2019</mark>.' in side_by_side

@@ -149,6 +149,7 @@ def test_resolving_the_planted_contradiction_records_the_resolution(demo: Contai
     resolved = client.get(f"{LIST}?status=resolved")
     assert _shown(resolved.text) == [x.id]
     assert "the first is correct" in resolved.text and "by rhea" in resolved.text
+    assert re.search(r"the first is correct\s+<span class=\"sub\">by rhea", resolved.text)
     detail = client.get(f"{LIST}/{x.id}")
     history = detail.text.split('id="history-h"')[1]
     assert "<td>resolved</td>" in history and "<td>The first is correct</td>" in history

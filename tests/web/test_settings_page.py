@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from datetime import UTC, datetime
 
 import pytest
 from fastapi.testclient import TestClient
@@ -173,11 +174,11 @@ def test_a_new_tokens_secret_is_shown_once_works_and_stops_when_revoked(c: Conta
     assert r.headers["cache-control"] == "no-store"
     [secret] = set(_SECRET.findall(r.text))
     assert "shown only this once" in r.text and "<h1>Token created</h1>" in r.text
-    assert "2999-12-31 00:00" in r.text  # it stops working as that day begins (UTC)
+    assert "3000-01-01 00:00" in r.text  # it works through that day (UTC)
     [made] = c.tokens.list(ws)
     assert made.name == "build server" and made.role is Role.VIEWER
     assert (
-        made.expires_at is not None and made.expires_at.isoformat() == "2999-12-31T00:00:00+00:00"
+        made.expires_at is not None and made.expires_at.isoformat() == "3000-01-01T00:00:00+00:00"
     )
     assert secret.startswith(f"rl_{made.prefix}_")
 
@@ -201,6 +202,33 @@ def test_a_new_tokens_secret_is_shown_once_works_and_stops_when_revoked(c: Conta
     assert "The token is revoked." in page and "revoked " in page
     actions = [e.action for e in c.audit.list(ws)]
     assert AuditAction.TOKEN_CREATED in actions and AuditAction.TOKEN_REVOKED in actions
+
+
+def test_the_token_form_defaults_to_the_least_role_takes_today_and_is_sent_once(
+    c: Container,
+) -> None:
+    ws = workspace_id(c)
+    client = web_client(c, role=Role.OWNER)
+    page = client.get(SETTINGS).text
+    assert '<option value="viewer" selected>' in page
+    once = re.search(r'name="once" value="([^"]+)"', page)
+    assert once
+    today = datetime.now(UTC).date().isoformat()
+    data = {
+        "csrf_token": csrf(client, SETTINGS),
+        "once": once.group(1),
+        "name": "today",
+        "role": "viewer",
+        "expires": today,
+    }
+    assert client.post(f"{SETTINGS}/tokens", data=data).status_code == 201
+    # Reloading the page that showed the secret sends the same form again: no second token.
+    again = client.post(f"{SETTINGS}/tokens", data=data)
+    assert again.status_code == 409 and "this form was already sent" in again.text
+    [made] = c.tokens.list(ws)
+    assert made.expires_at is not None and made.expires_at.date().isoformat() > today
+    fresh = re.search(r'name="once" value="([^"]+)"', client.get(SETTINGS).text)
+    assert fresh and fresh.group(1) != once.group(1)
 
 
 def test_a_refused_token_is_the_page_again_with_the_reason(c: Container) -> None:

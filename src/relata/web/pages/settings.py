@@ -20,6 +20,9 @@ Everything comes from the services the API uses, in the API's shapes:
 
 from __future__ import annotations
 
+import secrets
+import threading
+from collections import OrderedDict
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -85,6 +88,7 @@ def _context(c: Container, who: Page) -> dict[str, Any]:
         "members": members,
         "can_edit": who.can(Role.EDITOR),
         "token_roles": [r.value for r in ROLES if who.role.at_least(r)],
+        "token_form_once": secrets.token_urlsafe(16),
         "roles": [r.value for r in ROLES],
     }
 
@@ -149,9 +153,32 @@ async def reembed(request: Request) -> Response:
 
 # ---------------------------------------------------------------- API tokens
 def _expiry(value: str) -> datetime | None:
-    """When a token stops working: the start of the chosen day (UTC), or None: when
-    revoked. (A date-time is taken as it is.)"""
-    return parse_instant(value or None, "expires")
+    """When a token stops working: the end of the chosen day (UTC; it works through that
+    day, so today is a valid choice), or None: when revoked. (A date-time is taken as it
+    is.)"""
+    return parse_instant(value or None, "expires", end_of_day=True)
+
+
+#: The create-token forms already sent (their one-time field), so that reloading the page
+#: that shows a new secret (the browser sends the form again) cannot make a second token.
+#: Bounded; per process, which is where the page was served.
+_SENT_FORMS: OrderedDict[str, None] = OrderedDict()
+_SENT_FORMS_MAX = 10_000
+_SENT_LOCK = threading.Lock()
+
+
+def _first_sending(once: str) -> bool:
+    """Whether the form with this one-time value is sent for the first time (and remember
+    it)."""
+    if not once:
+        return True  # a form without the field (an old page): nothing to compare with
+    with _SENT_LOCK:
+        if once in _SENT_FORMS:
+            return False
+        _SENT_FORMS[once] = None
+        while len(_SENT_FORMS) > _SENT_FORMS_MAX:
+            _SENT_FORMS.popitem(last=False)
+        return True
 
 
 def _token_values(data: FormData) -> dict[str, str]:
@@ -167,8 +194,19 @@ async def create_token(request: Request) -> Response:
     who, data = await form(request, viewer_may_write=True)
     c = container(request)
     values = _token_values(data)
+    if not _first_sending(field(data, "once", max_length=64)):
+        return await _refused(
+            request,
+            who,
+            Conflict(
+                "this form was already sent: the token was made then (it is in the list) and "
+                "its secret was shown only that once; make a new token if you need the secret"
+            ),
+            "tokens",
+            {},
+        )
     try:
-        role = _role(values["token_role"], "role") if values["token_role"] else who.role
+        role = _role(values["token_role"], "role") if values["token_role"] else Role.VIEWER
         expires_at = _expiry(values["token_expires"])
         secret, token = await run_in_threadpool(
             lambda: c.tokens.create(
