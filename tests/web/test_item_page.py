@@ -213,7 +213,7 @@ def test_a_failed_item_shows_where_and_why(settings: Settings) -> None:
     assert "Processing failed at the parse stage." in html
     assert "the PDF cannot be read" in html
     assert "the failed stage (parse)" in html  # what Reprocess starts at by default
-    assert "The text is not extracted yet." in html
+    assert "No text: processing failed before the text was extracted" in html
 
 
 @SQLITE
