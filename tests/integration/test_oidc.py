@@ -31,6 +31,7 @@ from relata.config.settings import Settings
 from relata.domain.errors import Unauthenticated
 from relata.domain.vocabulary import AuditAction
 from relata.storage.sql import migrate
+from relata.web import web_routes
 from tests.support.oidc import KEY_ID, OidcProvider, serve_oidc_provider, sign_in_at_provider
 
 BASE_URL = "http://localhost"
@@ -335,6 +336,26 @@ def test_an_error_answer_from_the_provider_is_refused(c: Container) -> None:
         )
         refused(r, 401, c)
         assert "access_denied" in r.json()["error"]["message"]
+
+
+def test_with_the_web_interface_a_refused_callback_is_a_page_saying_why(c: Container) -> None:
+    """A person's browser lands on the callback: the refusal is the web's error page in the
+    layout (status and reason as the API's), the flow cookie cleared, nobody signed in."""
+    with TestClient(
+        create_app(c, web=web_routes(c)), base_url=BASE_URL, follow_redirects=False
+    ) as client:
+        url = start(client)
+        state = parse_qs(urlsplit(url).query)["state"][0]
+        r = client.get(
+            "/api/v1/auth/oidc/callback",
+            params={"error": "access_denied", "state": state, "iss": c.settings.oidc_issuer},
+        )
+        assert r.status_code == 401
+        assert r.headers["content-type"].startswith("text/html")
+        assert "access_denied" in r.text and 'href="/static/relata.css"' in r.text
+        assert r.headers["cache-control"] == "no-store"
+        assert FLOW_COOKIE not in client.cookies
+        assert federated(c) == []
 
 
 def test_federated_sign_in_is_off_without_an_issuer(tmp_path: Path) -> None:

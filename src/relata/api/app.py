@@ -87,6 +87,7 @@ def create_app(container: Container, web: WebRoutes | None = None) -> FastAPI:
         redoc_url=None,
     )
     app.state.container = container
+    app.state.web = web
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:

@@ -29,6 +29,7 @@ _NOT_WEB = ("/api", "/docs", "/healthz", "/readyz", "/metrics")
 #: What to do next, by status, under every error page's message.
 NEXT_STEP = {
     400: "Check what you entered and try again.",
+    401: "Sign in again from the sign-in page: this sign-in was refused.",
     403: "Your role in this workspace does not allow this, or the form had expired: reload "
     "the page and try again.",
     404: "Check the address: the page may have been deleted, or belong to a workspace you "
@@ -59,7 +60,7 @@ class WebUI:
         return not any(path == p or path.startswith(p + "/") for p in _NOT_WEB)
 
     def error_page(self, request: Request, status: int, code: str, message: str) -> Response:
-        if status == 401:
+        if status == 401 and self.handles(request):
             if request.method not in ("GET", "HEAD"):  # a form posted after the session ended
                 return RedirectResponse("/sign-in?expired=1", status_code=303)
             target = request.url.path + (f"?{request.url.query}" if request.url.query else "")

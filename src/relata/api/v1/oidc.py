@@ -17,6 +17,8 @@ test_auth.py), which this module does not own (docs/decisions/0023-federated-sig
 
 from __future__ import annotations
 
+import json
+
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import RedirectResponse
 from starlette.concurrency import run_in_threadpool
@@ -90,7 +92,11 @@ async def callback(request: Request, c: ContainerDep) -> Response:
             )
         )
     except RelataError as exc:
-        failed = domain_error_response(exc)
+        failed: Response = domain_error_response(exc)
+        web = getattr(request.app.state, "web", None)
+        if web is not None:  # a person's browser: the web's page in the layout, not JSON
+            body = json.loads(bytes(failed.body))["error"]
+            failed = web.error_page(request, failed.status_code, body["code"], body["message"])
         failed.headers["Cache-Control"] = "no-store"
         _clear_flow(failed)
         return failed
