@@ -14,8 +14,9 @@ their own tokens, signing out).
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from fastapi import Request
 from starlette.concurrency import run_in_threadpool
@@ -37,6 +38,8 @@ from relata.domain.vocabulary import Role
 
 if TYPE_CHECKING:
     from relata.bootstrap import Container
+
+E = TypeVar("E", bound=enum.Enum)
 
 #: Bounds on a posted form (files are bounded by the upload route itself).
 MAX_FORM_FIELDS = 64
@@ -158,3 +161,15 @@ def field(data: FormData, name: str, *, default: str = "", max_length: int = 10_
     if len(value) > max_length:
         raise ValidationError(f"{name} is longer than {max_length} characters", field=name)
     return value.strip()
+
+
+def choice(enum: type[E], value: str | None, name: str) -> E | None:
+    """``value`` (a query parameter) as a member of ``enum``, None when empty; else a
+    ValidationError naming ``name`` and the choices."""
+    if not value:
+        return None
+    try:
+        return enum(value)
+    except ValueError:
+        allowed = ", ".join(e.value for e in enum)
+        raise ValidationError(f"{name} must be one of {allowed}", field=name) from None

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated
 
 from fastapi import APIRouter, Depends, Request
 from starlette.concurrency import run_in_threadpool
@@ -31,7 +31,7 @@ from relata.domain.vocabulary import EntityType, Role
 from relata.entities.service import AliasView
 from relata.schemas.claims import claim_out
 from relata.schemas.entities import alias_out, entity_detail_out, entity_out
-from relata.web.context import Page, form, page
+from relata.web.context import Page, choice, form, page
 from relata.web.context import field as form_field
 from relata.web.templating import render
 
@@ -39,7 +39,6 @@ if TYPE_CHECKING:
     from relata.bootstrap import Container
 
 router = APIRouter()
-E = TypeVar("E", EntityType, AliasStatus)
 
 ENTITY_PAGE = 50
 ALIAS_PAGE = 25
@@ -127,17 +126,6 @@ def item_titles(c: Container, workspace_id: str, item_ids: Iterable[str]) -> dic
     if not wanted:
         return {}
     return c.items.titles(workspace_id, wanted)
-
-
-def choice(enum: type[E], value: str | None, name: str) -> E | None:
-    """``value`` as a member of ``enum`` (None when empty); ValidationError naming ``name``."""
-    if not value:
-        return None
-    try:
-        return enum(value)
-    except ValueError:
-        allowed = ", ".join(e.value for e in enum)
-        raise ValidationError(f"{name} must be one of {allowed}", field=name) from None
 
 
 # ---------------------------------------------------------------- entities

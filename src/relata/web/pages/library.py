@@ -13,25 +13,14 @@ from starlette.responses import Response
 
 from relata.api.deps import container
 from relata.api.v1.params import instant
-from relata.domain.errors import ValidationError
 from relata.domain.models import ItemStatus, SourceType
 from relata.domain.vocabulary import Role
 from relata.schemas.items import item_out
-from relata.web.context import MAX_FORM_FILES, Page, page
+from relata.web.context import MAX_FORM_FILES, Page, choice, page
 from relata.web.templating import render
 
 router = APIRouter()
 PAGE_SIZE = 25
-
-
-def _choice(enum: type[SourceType] | type[ItemStatus], value: str | None, name: str):  # type: ignore[no-untyped-def]
-    if not value:
-        return None
-    try:
-        return enum(value)
-    except ValueError:
-        allowed = ", ".join(e.value for e in enum)
-        raise ValidationError(f"{name} must be one of {allowed}", field=name) from None
 
 
 @router.get("/w/{slug}/library", name="web_library")
@@ -45,8 +34,8 @@ async def library(
     offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
 ) -> Response:
     c = container(request)
-    source_type = _choice(SourceType, type, "type")
-    item_status = _choice(ItemStatus, status, "status")
+    source_type = choice(SourceType, type, "type")
+    item_status = choice(ItemStatus, status, "status")
     rows = await run_in_threadpool(
         lambda: c.items.list(
             who.workspace_id,
