@@ -240,3 +240,42 @@ def test_expansion_never_reaches_another_workspace(c: Container) -> None:
             assert not any(t in " ".join(leg.reasons) for t in theirs.values())
     # And the repository itself never returns the other workspace's relationships.
     assert c.repos.relationships.list_for_items(ws, list(theirs.values())) == []
+
+
+def test_an_item_named_by_an_earlier_one_is_found_by_its_title(c: Container) -> None:
+    """Backward references: when an item arrives, the items already there that name its
+    title (a phrase query, then checked in their text) are related to it, the reference span
+    pointing at the words in the naming item."""
+    ws = workspace_id(c)
+    naming = c.ingest.ingest(
+        ws,
+        IngestRequest(
+            text="Minutes. As the Harbour Dredging Plan for Spring says, work starts in May.\n",
+            title="Council minutes",
+        ),
+    )
+    other = c.ingest.ingest(
+        ws, IngestRequest(text="A plan for spring dredging of the harbour.\n", title="Notes")
+    )
+    drain(c)
+    named = c.ingest.ingest(
+        ws,
+        IngestRequest(
+            text="Dredging starts in May and ends in June.\n",
+            title="Harbour Dredging Plan for Spring",
+        ),
+    )
+    drain(c)
+    rel = _pair(c, ws, naming.id, named.id)
+    refs = [e for e in rel.evidence if e["kind"] == EvidenceKind.REFERENCE.value]
+    assert refs, rel.evidence
+    span = refs[0]["span"]
+    body = c.repos.items.get(ws, naming.id).text or ""
+    assert span["item"] == naming.id
+    assert body[span["start"] : span["end"]] == "Harbour Dredging Plan for Spring"
+    # The words in another order are no reference.
+    assert not any(
+        e["kind"] == EvidenceKind.REFERENCE.value
+        for r in c.repos.relationships.list_for_items(ws, [other.id], include_rejected=True)
+        for e in r.evidence
+    )

@@ -572,3 +572,33 @@ def test_filters_do_not_change_scores(store: Store) -> None:
     }
     only = store.search.search_chunks(store.a, "enzyme", limit=5, item_ids=[old.id])
     assert [h.score for h in only] == [chunks_all[only[0].chunk_id]]
+
+
+# ---------------------------------------------------------------- phrases
+def test_items_containing_a_phrase_find_its_words_in_order_only(store: Store) -> None:
+    """The reverse-reference lookup: live items of the workspace whose chunks hold the
+    phrase's words in order (index tokenization: case, punctuation, stemming), never the
+    item asking, never another workspace's, never a deleted one."""
+    me = store.add(store.a, "Tidal Power Annual Report", "Tidal Power Annual Report: itself.")
+    cites = store.add(store.a, "Minutes", "As the tidal-power annual REPORTS said, it works.")
+    split = store.add(store.a, "Notes", "Annual tidal power, a report of the year.")
+    later = store.add(
+        store.a, "Long", "Intro.", pieces=["Intro.", "See Tidal Power Annual Report."]
+    )
+    gone = store.add(store.a, "Gone", "Tidal power annual report, deleted.")
+    store.items.delete(store.a, gone.id)
+    other = store.add(store.b, "Theirs", "Tidal power annual report, elsewhere.")
+    found = store.search.items_containing(
+        store.a, "Tidal Power Annual Report", limit=10, exclude_item=me.id
+    )
+    assert sorted(found) == sorted([cites.id, later.id])
+    assert split.id not in found and other.id not in found
+    assert me.id in store.search.items_containing(store.a, "tidal power annual report", limit=10)
+    assert len(store.search.items_containing(store.a, "tidal power", limit=1)) == 1
+    assert store.search.items_containing(store.a, " ,;- ", limit=10) == []
+    hostile = 'report" OR "intro'  # query syntax is words, never operators
+    assert store.search.items_containing(store.a, hostile, limit=10) == []
+    with pytest.raises(MissingWorkspace):
+        store.search.items_containing("", "tidal power", limit=5)
+    with pytest.raises(ValidationError):
+        store.search.items_containing(store.a, "tidal power", limit=0)

@@ -636,6 +636,18 @@ class TextSearch(Protocol):
         limit: int,
         item_ids: Sequence[str] | None = None,
     ) -> list[ChunkTextHit]: ...
+    def items_containing(
+        self,
+        workspace_id: str,
+        phrase: str,
+        *,
+        limit: int,
+        exclude_item: str | None = None,
+    ) -> list[str]:
+        """Live items with a chunk holding ``phrase``'s words in this order, as the index
+        tokenizes them (at most ``limit``, in no set order): candidates for an exact lookup
+        the caller checks in the text. Unscored, so it reads only the phrase's matches."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,8 @@ workspace**:
   subjects, by the claims' subject index, compared with ``claims.contradict.agreement``);
 - explicit references: the item names another's title or file name (an indexed lookup of
   the file names and quoted or capitalised phrases in its text), or another names the item's
-  (a full-text query for the title, checked word for word);
+  (a phrase query for the title and the file name in the full-text index, checked word for
+  word);
 - nearest neighbours by meaning: the item's chunk vectors averaged into an item vector,
   searched in the vector store (its closest chunks, best per item);
 - the best full-text matches of its title and opening words (BM25 or ts_rank), each as a
@@ -506,9 +507,13 @@ class RelationshipStage:
             return
         hits: list[str] = []
         for _, name in names:
-            for hit in self._text.search_chunks(ws, name, limit=MAX_NAMED):
-                if hit.item_id != me and hit.item_id not in hits:
-                    hits.append(hit.item_id)
+            # The name's words in order (a phrase query: its matches only, never a ranking
+            # of the workspace), then the exact text below.
+            for other_id in self._text.items_containing(
+                ws, name, limit=MAX_NAMED, exclude_item=me
+            ):
+                if other_id not in hits:
+                    hits.append(other_id)
         for other in self._items.get_many(ws, hits[:MAX_NAMING_CHECKED], with_text=True):
             body = other.text or ""
             for kind, name in names:

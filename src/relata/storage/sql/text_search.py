@@ -112,6 +112,15 @@ def query_terms(query: str) -> list[str]:
     return (content or terms)[:MAX_TERMS]
 
 
+def phrase_words(phrase: str) -> list[str]:
+    """The words of ``phrase`` in order (duplicates and stop words kept: they are part of
+    the phrase), at most ``MAX_TERMS``; ``[]`` when it has none."""
+    text = unicodedata.normalize("NFKC", phrase[:MAX_QUERY_CHARS]).lower()
+    return [m.group() for m in _TOKEN.finditer(text) if len(m.group()) <= MAX_TERM_CHARS][
+        :MAX_TERMS
+    ]
+
+
 def fts5_query(terms: Sequence[str]) -> str:
     """An FTS5 MATCH expression: every term a quoted string, ORed. Terms hold no quotes."""
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
@@ -317,6 +326,59 @@ class SqlTextSearch:
         if self._db.dialect == "sqlite":
             return self._sqlite_chunks(terms, scope, filters, limit)
         return self._pg_chunks(terms, [*scope, *filters], limit)
+
+    # ------------------------------------------------------------------ phrases
+    def items_containing(
+        self,
+        workspace_id: str,
+        phrase: str,
+        *,
+        limit: int,
+        exclude_item: str | None = None,
+    ) -> list[str]:
+        """Live items of the workspace with a chunk holding ``phrase`` (the port's
+        docstring): an FTS5 phrase query on SQLite, ``phraseto_tsquery`` on PostgreSQL, both
+        on the chunks' own index, so the cost is the phrase's matches, not the workspace."""
+        where = [
+            ws_filter(chunks, workspace_id),
+            ws_filter(items, workspace_id),
+            items.c.deleted_at.is_(None),
+        ]
+        limit = _check_limit(limit)
+        words = phrase_words(phrase)
+        if not words:
+            return []
+        if exclude_item is not None:
+            where.append(chunks.c.item_id != exclude_item)
+        joined = chunks.join(items, items.c.id == chunks.c.item_id)
+        if self._db.dialect == "sqlite":
+            # The phrase's rows from the index alone (one MATCH), then the workspace's live
+            # chunks among them: joined the other way round, SQLite would run the MATCH once
+            # per chunk of the workspace.
+            match = '"' + " ".join(words) + '"'  # one FTS5 phrase; the words hold no quotes
+            matching = (
+                sa.select(_fts("chunks_fts.rowid"))
+                .select_from(sa.table("chunks_fts"))
+                .where(_fts("chunks_fts").op("MATCH")(match))
+            )
+            query = (
+                sa.select(chunks.c.item_id)
+                .select_from(joined)
+                .where(_fts("chunks.rowid").in_(matching.scalar_subquery()), *where)
+                .distinct()
+                .limit(limit)
+            )
+        else:
+            tsq = sa.func.phraseto_tsquery(_PG_CONFIG, sa.literal(" ".join(words), sa.Text))
+            query = (
+                sa.select(chunks.c.item_id)
+                .select_from(joined)
+                .where(_fts("chunks.search_vector").op("@@")(tsq), *where)
+                .distinct()
+                .limit(limit)
+            )
+        with self._db.read() as conn:
+            return [row.item_id for row in conn.execute(query)]
 
     def _sqlite_chunks(
         self, terms: list[str], scope: list[Any], filters: list[Any], limit: int
