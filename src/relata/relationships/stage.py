@@ -509,9 +509,7 @@ class RelationshipStage:
         for _, name in names:
             # The name's words in order (a phrase query: its matches only, never a ranking
             # of the workspace), then the exact text below.
-            for other_id in self._text.items_containing(
-                ws, name, limit=MAX_NAMED, exclude_item=me
-            ):
+            for other_id in self._text.items_containing(ws, name, limit=MAX_NAMED, exclude_item=me):
                 if other_id not in hits:
                     hits.append(other_id)
         for other in self._items.get_many(ws, hits[:MAX_NAMING_CHECKED], with_text=True):
