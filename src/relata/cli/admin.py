@@ -108,8 +108,9 @@ def _createadmin(args: argparse.Namespace) -> int:
         host, port = c.settings.http_addr
     base = f"http://{f'[{host}]' if ':' in host else host}:{port}"
     print(f"created administrator {user.username!r}, owner of workspace {ws.slug!r}")
+    print(f"sign in: open {base}/ in a browser (relata serve), or from a script:")
     print(
-        f"sign in: curl -c cookies.txt -H 'Content-Type: application/json' -d "
+        f"  curl -c cookies.txt -H 'Content-Type: application/json' -d "
         f'\'{{"username": "{user.username}", "password": "..."}}\' '
         f"{base}/api/v1/auth/sign-in"
     )
