@@ -78,14 +78,7 @@
 
     function poll() {
       polls += 1;
-      fetch(url, {
-        credentials: "same-origin",
-        headers: { "Accept": "application/json", "X-Relata-Workspace": workspace },
-      })
-        .then(function (response) {
-          if (!response.ok) throw new Error("HTTP " + response.status);
-          return response.json();
-        })
+      window.Relata.getJSON(url, workspace)
         .then(function (body) {
           const result = apply(Array.isArray(body.jobs) ? body.jobs : []);
           const more = result.added ? result.added + " new job" + (result.added === 1 ? "" : "s") +

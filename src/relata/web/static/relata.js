@@ -33,6 +33,17 @@
   }
 
   window.Relata = window.Relata || {};
+  // GET one of the API's JSON documents as the signed-in user (the session cookie), in the
+  // page's workspace; rejects on a status other than 2xx. For the live-status scripts.
+  window.Relata.getJSON = function (url, workspace) {
+    return fetch(url, {
+      credentials: "same-origin",
+      headers: { "Accept": "application/json", "X-Relata-Workspace": workspace },
+    }).then(function (response) {
+      if (!response.ok) throw new Error("HTTP " + response.status);
+      return response.json();
+    });
+  };
   window.Relata.ready = function (fn) {
     if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", fn);
     else fn();

@@ -54,14 +54,7 @@
 
     function poll() {
       polls += 1;
-      fetch(url, {
-        credentials: "same-origin",
-        headers: { "Accept": "application/json", "X-Relata-Workspace": workspace },
-      })
-        .then(function (response) {
-          if (!response.ok) throw new Error("HTTP " + response.status);
-          return response.json();
-        })
+      window.Relata.getJSON(url, workspace)
         .then(function (body) {
           if (show(section, body) && polls < MAX_POLLS) window.setTimeout(poll, INTERVAL_MS);
         })
