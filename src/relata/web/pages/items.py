@@ -31,12 +31,11 @@ from starlette.responses import FileResponse, RedirectResponse, Response
 
 from relata.api.deps import container
 from relata.api.v1.items import content_disposition
-from relata.domain.errors import ValidationError
 from relata.domain.models import Claim, Entity, EntityObservation
 from relata.domain.vocabulary import Role, StageKind
 from relata.schemas.claims import claim_out, contradiction_out
 from relata.schemas.items import item_out, run_out
-from relata.web.context import Page, field, form, page
+from relata.web.context import Page, choice, field, form, page
 from relata.web.templating import render
 from relata.web.text import Segment, Span, segments
 
@@ -202,13 +201,8 @@ def item_original(
 
 
 def _stage(value: str) -> str | None:
-    if not value:
-        return None
-    try:
-        return StageKind(value).value
-    except ValueError:
-        allowed = ", ".join(s.value for s in StageKind)
-        raise ValidationError(f"from_stage must be one of {allowed}", field="from_stage") from None
+    stage = choice(StageKind, value, "from_stage")
+    return stage.value if stage is not None else None
 
 
 @router.post("/w/{slug}/items/{item_id}/reprocess", name="web_item_reprocess")

@@ -29,7 +29,7 @@ from relata.domain.vocabulary import SearchLeg
 from relata.ranking.fusion import LEGS
 from relata.schemas.search import ExcerptOut, LegOut, ResultOut, SearchOut, parse_legs, to_out
 from relata.search.service import MAX_LIMIT, MAX_OFFSET, MAX_QUERY_CHARS, SearchQuery
-from relata.web.context import Page, page
+from relata.web.context import Page, choice, page
 from relata.web.templating import render
 from relata.web.text import MAX_SPANS, Segment, Span, segments
 
@@ -210,16 +210,6 @@ def leg_states(out: SearchOut) -> dict[str, list[str]]:
     return by_state
 
 
-def _source_type(value: str | None) -> SourceType | None:
-    if not value:
-        return None
-    try:
-        return SourceType(value)
-    except ValueError:
-        allowed = ", ".join(t.value for t in SourceType)
-        raise ValidationError(f"type must be one of {allowed}", field="type") from None
-
-
 def _legs(values: Sequence[str]) -> frozenset[str] | None:
     """The ``legs`` parameter: ticked checkboxes (one value each) or comma-separated; None
     (every leg) when none or all of them are named."""
@@ -243,7 +233,7 @@ def search(
 ) -> Response:
     c = container(request)
     wanted = _legs(legs or [])
-    source_type = _source_type(type)
+    source_type = choice(SourceType, type, "type")
     created_from, created_to = instant(from_, "from"), instant(to, "to", end=True)
     filters = {
         "q": q,
