@@ -314,7 +314,9 @@ def _masked(resp: Any, values: Values) -> tuple[int, Any]:
     """The status and body with the probed values masked and the request id dropped."""
     text = resp.text
     for k, v in sorted(values.items(), key=lambda kv: -len(kv[1])):
-        text = text.replace(v, f"<{k}>")
+        # Whole values only: a short one (the username "bea") is also a run of hex digits
+        # inside some random UUID, which must stay as it is.
+        text = re.sub(rf"(?<![0-9A-Za-z-]){re.escape(v)}(?![0-9A-Za-z-])", f"<{k}>", text)
     body: Any = json.loads(text) if text else None
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
         body["error"].pop("request_id", None)
