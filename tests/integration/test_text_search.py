@@ -602,3 +602,70 @@ def test_items_containing_a_phrase_find_its_words_in_order_only(store: Store) ->
         store.search.items_containing("", "tidal power", limit=5)
     with pytest.raises(ValidationError):
         store.search.items_containing(store.a, "tidal power", limit=0)
+
+
+# ---------------------------------------------------------------- shared terms
+def test_items_sharing_terms_rank_by_the_rarity_of_what_they_share(store: Store) -> None:
+    """The relationships stage's wording lookup: the item sharing the rarer words ranks first,
+    whatever its length; a word in every item adds next to nothing; the asking item, another
+    workspace's items and deleted ones never come back; stemming folds "tumors" into
+    "tumor" (counted once)."""
+    me = store.add(store.a, "Orexin and sleep", "Orexin neurons regulate sleep in tumors.")
+    rare = store.add(
+        store.a,
+        "A long review",
+        "Orexin. " + " ".join(["Unrelated words about many other things entirely."] * 40),
+    )
+    common = store.add(store.a, "Sleep", "Sleep, sleep and more sleep, in short.")
+    for i in range(4):
+        store.add(store.a, f"Filler {i}", "Sleep studies of many kinds and sizes.")
+    gone = store.add(store.a, "Gone", "Orexin neurons regulate sleep.")
+    store.items.delete(store.a, gone.id)
+    theirs = store.add(store.b, "Theirs", "Orexin neurons regulate sleep in tumors.")
+    hits = store.search.items_sharing_terms(
+        store.a, ["orexin", "neurons", "sleep", "tumors", "tumor"], limit=10, exclude_item=me.id
+    )
+    ids = [h.id for h in hits]
+    assert ids[0] == rare.id  # orexin: held by two of the workspace's live items
+    assert common.id in ids and me.id not in ids
+    assert gone.id not in ids and theirs.id not in ids
+    assert hits[0].score > hits[1].score > 0
+    assert hits[0].matched_terms == ("orexin",)
+    assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
+    # "tumors" and "tumor" are one index token: the item holding it scores it once.
+    once = store.search.items_sharing_terms(store.a, ["tumors"], limit=5)
+    twice = store.search.items_sharing_terms(store.a, ["tumors", "tumor"], limit=5)
+    assert (
+        [(h.id, h.score) for h in once]
+        == [(h.id, h.score) for h in twice]
+        == [(me.id, once[0].score)]
+    )
+
+
+def test_items_sharing_terms_leave_out_a_term_held_by_too_many(store: Store) -> None:
+    for i in range(5):
+        store.add(store.a, f"Note {i}", "Tidal energy notes.")
+    rare = store.add(store.a, "Turbine", "Tidal turbine blades.")
+    hits = store.search.items_sharing_terms(
+        store.a, ["tidal", "turbine"], limit=10, max_items_per_term=3
+    )
+    assert [(h.id, h.matched_terms) for h in hits] == [(rare.id, ("turbine",))]
+    every = store.search.items_sharing_terms(store.a, ["tidal"], limit=10, max_items_per_term=6)
+    assert len(every) == 6
+
+
+def test_items_sharing_terms_take_words_not_syntax_and_check_their_arguments(
+    store: Store,
+) -> None:
+    store.add(store.a, "Intro", "An intro to reports.")
+    for hostile in HOSTILE:
+        store.search.items_sharing_terms(store.a, [hostile], limit=5)  # no syntax error
+    assert store.search.items_sharing_terms(store.a, ['report" OR "intro'], limit=5)
+    assert store.search.items_sharing_terms(store.a, [" ,;- "], limit=5) == []
+    assert store.search.items_sharing_terms(store.a, [], limit=5) == []
+    with pytest.raises(MissingWorkspace):
+        store.search.items_sharing_terms("", ["intro"], limit=5)
+    with pytest.raises(ValidationError):
+        store.search.items_sharing_terms(store.a, ["intro"], limit=0)
+    with pytest.raises(ValidationError):
+        store.search.items_sharing_terms(store.a, ["intro"], limit=5, max_items_per_term=0)

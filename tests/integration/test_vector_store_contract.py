@@ -9,6 +9,7 @@ Most vectors are 8 wide to keep the suite fast.
 from __future__ import annotations
 
 import math
+import random
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -393,6 +394,42 @@ def test_filters_return_the_true_top_k_of_the_filtered_set(store: VectorStore) -
     assert [h.chunk_id for h in by_items] == best_far
     by_date = store.search(WS_A, q, k=2, created_from=T0 + timedelta(days=1))
     assert [h.chunk_id for h in by_date] == best_far
+
+
+def test_a_search_among_items_is_the_full_search_kept_to_them(store: VectorStore) -> None:
+    """Restricted to a few items (read directly on sqlite-vec) or to many (a filtered scan),
+    a search returns what the unrestricted one returns for those items: the same chunks,
+    order and scores; never another workspace's vectors, even for an item id it shares."""
+    rng = random.Random(7)
+    records = [
+        rec(
+            [rng.uniform(-1, 1) for _ in range(DIMS)],
+            item_id=f"i{i}",
+            source_type="pdf" if i % 3 == 0 else "text",
+            created_at=T0 + timedelta(days=i),
+        )
+        for i in range(60)
+        for _ in range(3)
+    ]
+    store.upsert(records)
+    store.upsert([rec(vec(1), workspace_id=WS_B, item_id="i1")])  # their item of the same id
+    q = [rng.uniform(-1, 1) for _ in range(DIMS)]
+    every = store.search(WS_A, q, k=180)
+    for chosen in (
+        ["i1", "i5", "i7", "i40", "nobody"],
+        [f"i{i}" for i in range(0, 60, 2)] + [f"other-{i}" for i in range(300)],
+    ):
+        wanted = [h for h in every if h.item_id in chosen]
+        got = store.search(WS_A, q, k=8, item_ids=chosen)
+        assert [h.chunk_id for h in got] == [h.chunk_id for h in wanted[:8]]
+        assert [h.score for h in got] == pytest.approx([h.score for h in wanted[:8]], abs=1e-5)
+        pdfs = store.search(
+            WS_A, q, k=4, item_ids=chosen, source_types=["pdf"], created_from=T0 + timedelta(days=6)
+        )
+        expected = [
+            h.chunk_id for h in wanted if int(h.item_id[1:]) % 3 == 0 and int(h.item_id[1:]) >= 6
+        ]
+        assert [h.chunk_id for h in pdfs] == expected[:4]
 
 
 def test_date_filter_is_half_open(store: VectorStore) -> None:

@@ -23,6 +23,7 @@ only the model's part, counted in the run's details; it never fails the item.
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -80,12 +81,20 @@ def facets_summary(draft: ClaimDraft) -> dict[str, Any]:
     }
 
 
+@functools.lru_cache(maxsize=8192)
+def _stored_facets(quotation: str, subject_end: int | None) -> Facets:
+    """``extract_facets`` of a stored claim's quotation, remembered: the same claims are read
+    again as candidates by every new item about their subject, and facets are a pure
+    function of the sentence (and frozen)."""
+    return extract_facets(quotation, subject_end=subject_end)
+
+
 def draft_of(claim: Claim) -> ClaimDraft:
     """A stored claim as the detector compares it: its facets read again from its quotation."""
     quotation = claim.quotation or claim.statement
     at = claim.facets.get("subject_at") or [0, 0]
     subject_end = int(at[1]) if len(at) == 2 else None
-    facets: Facets = extract_facets(quotation, subject_end=subject_end or None)
+    facets = _stored_facets(quotation, subject_end or None)
     return ClaimDraft(
         item_id=claim.item_id,
         subject=Subject(

@@ -649,6 +649,23 @@ class TextSearch(Protocol):
         the caller checks in the text. Unscored, so it reads only the phrase's matches."""
         ...
 
+    def items_sharing_terms(
+        self,
+        workspace_id: str,
+        terms: Sequence[str],
+        *,
+        limit: int,
+        exclude_item: str | None = None,
+        max_items_per_term: int = ...,
+    ) -> list[TextHit]:
+        """Live items holding the most, and the rarest, of ``terms`` (words the caller chose,
+        reduced as a query is), best first: each scores the sum of the IDF, over the
+        workspace's live items, of the terms it holds (presence, not frequency or length).
+        A term held by more than ``max_items_per_term`` items is too common to count and is
+        not read further, so the cost is bounded by the terms, not by the workspace's size.
+        ``matched_terms`` are the terms each holds. For relating items, not for search."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class VectorRecord:

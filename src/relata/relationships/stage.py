@@ -15,8 +15,9 @@ workspace**:
   word);
 - nearest neighbours by meaning: the item's chunk vectors averaged into an item vector,
   searched in the vector store (its closest chunks, best per item);
-- the best full-text matches of its title and opening words (BM25 or ts_rank), each as a
-  share of the best match's score;
+- items sharing its most distinctive words (the full-text index, one bounded lookup per
+  word; a word held by more than ``LEXICAL_COMMON`` items does not count), scored by the
+  words' rarity in the workspace, each as a share of the best one's score;
 - the item's existing relationships, so that a pair whose evidence is gone is re-scored
   and dropped rather than left behind.
 
@@ -117,11 +118,16 @@ MAX_CLAIMS: Final = 500
 MAX_OWN_VECTORS: Final = 64
 NEIGHBOUR_CHUNKS: Final = 40
 NEIGHBOURS: Final = 10
-#: Full-text candidates: the first distinct words (four letters or more) of the item's title
-#: and text as the query (its terms ORed), and the hits kept. Every query term costs a walk
-#: of its postings, so the query is bounded, not the item's whole text.
-LEXICAL_TERMS: Final = 32
+#: Wording: the item's most distinctive words (``lexical_terms``, from the title and this
+#: much of the text) looked up with ``TextSearch.items_sharing_terms``; a word held by more
+#: than ``LEXICAL_COMMON`` items is too common to count (which also bounds each lookup). The
+#: best ``LEXICAL_HITS`` items become candidates; the ``LEXICAL_SCORED`` best give the feature
+#: to candidates found another way.
+LEXICAL_TERMS: Final = 24
+LEXICAL_TEXT_CHARS: Final = 20_000
+LEXICAL_COMMON: Final = 100
 LEXICAL_HITS: Final = 20
+LEXICAL_SCORED: Final = 500
 #: References: a title is matched only with at least this many words besides a leading
 #: article (short titles such as "Minutes", or a title that is only a name such as "The
 #: Meridian Tidal Institute", match by accident or name the subject rather than the
@@ -148,7 +154,6 @@ class _Candidate:
     agreements: dict[tuple[str, str], tuple[float, Claim, Claim]] = field(default_factory=dict)
     references: dict[tuple[ReferenceKind, str], Span] = field(default_factory=dict)
     similarity: float | None = None
-    lexical: float | None = None
     existing: Relationship | None = None
 
 
@@ -288,7 +293,10 @@ class RelationshipStage:
 
         self._gather_claims(ws, me, found)
         self._gather_references(ws, item, text, found)
-        lexical = self._gather_lexical(ws, item, text, found)
+        lexical = self._gather_lexical(ws, item, text)
+        # The best are candidates; the others' shares are kept for candidates found otherwise.
+        for other in list(lexical or {})[:LEXICAL_HITS]:
+            found.setdefault(other, _Candidate())
         for rel in self._relationships.list_for_items(
             ws, [me], include_rejected=True, limit=MAX_EXISTING, light=True
         ):
@@ -324,7 +332,7 @@ class RelationshipStage:
                     for kind, naming_id in c.references
                 ),
                 similarity=c.similarity,
-                lexical=c.lexical if c.lexical is not None else (0.0 if lexical else None),
+                lexical=None if lexical is None else lexical.get(other, 0.0),
                 chronology=_chronology(item, other_items.get(other), first_is_me)
                 if shared
                 else None,
@@ -520,20 +528,22 @@ class RelationshipStage:
                     span = Span.of(other.id, None, at[0], body[at[0] : at[1]])
                     found[other.id].references.setdefault((kind, other.id), span)
 
-    def _gather_lexical(self, ws: str, item: Item, text: str, found: dict[str, _Candidate]) -> bool:
-        """The best full-text matches of the item's title and opening words: each hit's
-        share of the best hit's score (1 for the best). Whether the search ran."""
-        query = " ".join(_opening_words(f"{item.title}\n{text[:20_000]}", LEXICAL_TERMS))
-        hits = [
-            h for h in self._text.search_items(ws, query, limit=LEXICAL_HITS + 1) if h.id != item.id
-        ][:LEXICAL_HITS]
-        if not hits:
-            return bool(query.strip())
-        best = hits[0].score
-        for hit in hits:
-            share = hit.score / best if best > 0 else 0.0
-            found[hit.id].lexical = min(1.0, max(0.0, share))
-        return True
+    def _gather_lexical(self, ws: str, item: Item, text: str) -> dict[str, float] | None:
+        """The items sharing the most, and the rarest, of the item's distinctive words, best
+        first, each with its share of the best one's score (1 for the best); None when the
+        item has no such words (the feature is then not measured)."""
+        terms = lexical_terms(item.title, text[:LEXICAL_TEXT_CHARS], LEXICAL_TERMS)
+        if not terms:
+            return None
+        hits = self._text.items_sharing_terms(
+            ws,
+            terms,
+            limit=LEXICAL_SCORED,
+            exclude_item=item.id,
+            max_items_per_term=LEXICAL_COMMON,
+        )
+        best = hits[0].score if hits else 0.0
+        return {h.id: min(1.0, h.score / best) if best > 0 else 0.0 for h in hits}
 
     def _gather_neighbours(
         self, ws: str, me: str, found: dict[str, _Candidate]
@@ -619,17 +629,32 @@ class RelationshipStage:
             )
 
 
-_WORD: Final = re.compile(r"[^\W\d_]{4,}")
+_TERM: Final = re.compile(r"[^\W_]+")
 
 
-def _opening_words(text: str, n: int) -> list[str]:
-    """The first ``n`` distinct words of four letters or more (case aside)."""
-    seen: dict[str, None] = {}
-    for m in _WORD.finditer(text):
-        seen.setdefault(m.group(0).lower(), None)
-        if len(seen) >= n:
+def lexical_terms(title: str, text: str, n: int) -> list[str]:
+    """The item's ``n`` most distinctive words for the shared-terms lookup: distinct words
+    (case aside) of four letters or more, or of two or more mixing letters and digits
+    ("p53", "il6"), those of the title first, then the text's longest first (a long word is
+    a rare one, by Zipf's law of abbreviation; the lookup weighs them by the workspace's own
+    rarity afterwards), equal lengths in order of appearance."""
+
+    def words(s: str) -> list[str]:
+        out: dict[str, None] = {}
+        for m in _TERM.finditer(s):
+            w = m.group(0).lower()
+            letters = sum(c.isalpha() for c in w)
+            if letters >= 4 or (letters and letters < len(w) and len(w) >= 2):
+                out.setdefault(w, None)
+        return list(out)
+
+    chosen = dict.fromkeys(words(title)[:n])
+    body = sorted((w for w in words(text) if w not in chosen), key=len, reverse=True)
+    for w in body:
+        if len(chosen) >= n:
             break
-    return list(seen)
+        chosen.setdefault(w, None)
+    return list(chosen)
 
 
 def _side_span(side: ClaimSide) -> Span:

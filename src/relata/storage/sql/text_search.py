@@ -52,7 +52,7 @@ import sqlalchemy as sa
 
 from relata.domain.errors import ValidationError
 from relata.domain.ports import ChunkTextHit, TextHit
-from relata.storage.sql.base import ws_filter
+from relata.storage.sql.base import require_workspace, ws_filter
 from relata.storage.sql.engine import Database
 from relata.storage.sql.items import item_filters
 from relata.storage.sql.tables import chunks, items
@@ -63,6 +63,8 @@ MAX_QUERY_CHARS = 4096
 MAX_LIMIT = 1000
 MAX_ITEM_IDS = 1000
 MAX_MATCHED_TERMS = 32
+# items_sharing_terms: a term held by more of the workspace's items is too common to relate two.
+DEFAULT_MAX_ITEMS_PER_TERM = 200
 DEFAULT_TITLE_WEIGHT = 2.0
 # SQLite snippet() length (tokens) used to find an item's matched terms in its text.
 _SNIPPET_TOKENS = 64
@@ -169,6 +171,15 @@ def _distinct(words: Sequence[str]) -> tuple[str, ...]:
         if w and len(out) < MAX_MATCHED_TERMS:
             out.setdefault(w, None)
     return tuple(out)
+
+
+def _after_match(table: sa.Table, workspace_id: str) -> Any:
+    """``ws_filter`` for a query driven by an FTS5 match on SQLite: the unary plus keeps the
+    planner from walking the workspace's index and probing the match's rows for each of its
+    rows (the cost would grow with the workspace), so the match's rows are read and each one
+    checked instead (the cost follows the matches)."""
+    require_workspace(table, workspace_id)
+    return sa.literal_column(f"+{table.name}.workspace_id") == workspace_id
 
 
 def _check_limit(limit: int) -> int:
@@ -361,6 +372,7 @@ class SqlTextSearch:
                 .select_from(sa.table("chunks_fts"))
                 .where(_fts("chunks_fts").op("MATCH")(match))
             )
+            where[:2] = [_after_match(chunks, workspace_id), _after_match(items, workspace_id)]
             query = (
                 sa.select(chunks.c.item_id)
                 .select_from(joined)
@@ -379,6 +391,86 @@ class SqlTextSearch:
             )
         with self._db.read() as conn:
             return [row.item_id for row in conn.execute(query)]
+
+    # ------------------------------------------------------------------ shared terms
+    def items_sharing_terms(
+        self,
+        workspace_id: str,
+        terms: Sequence[str],
+        *,
+        limit: int,
+        exclude_item: str | None = None,
+        max_items_per_term: int = DEFAULT_MAX_ITEMS_PER_TERM,
+    ) -> list[TextHit]:
+        """Live items holding the most (and the rarest) of ``terms`` (the port's docstring).
+
+        One indexed lookup per distinct index token (FTS5 ``MATCH`` on SQLite, the GIN index
+        on PostgreSQL), each stopped after ``max_items_per_term + 1`` of the workspace's live
+        items: a term found in more is too common to relate two items and is left out, so the
+        cost follows the terms' matches up to that bound, not the workspace. Each item scores
+        the sum of its shared terms' IDF over the workspace's live items (Lucene's
+        ``ln(1 + (N - n + 0.5) / (n + 0.5))``: positive at any size); presence counts, not
+        frequency or length, so a short item and a long one sharing the same words score the
+        same. Ties in id order."""
+        scope = [ws_filter(items, workspace_id), items.c.deleted_at.is_(None)]
+        limit = _check_limit(limit)
+        if not 1 <= max_items_per_term <= MAX_LIMIT:
+            raise ValidationError(
+                f"max_items_per_term must be 1-{MAX_LIMIT}", field="max_items_per_term"
+            )
+        words = query_terms(" ".join(terms))
+        if not words:
+            return []
+        with self._db.read() as conn:
+            distinct = self._distinct_terms(conn, words)
+            if not distinct:
+                return []
+            total = conn.execute(sa.select(sa.func.count()).select_from(items).where(*scope))
+            n_items = int(total.scalar_one())
+            # One statement: per term, its first ``max_items_per_term + 1`` live items.
+            if self._db.dialect == "sqlite":
+                rows = _sqlite_term_holders(conn, workspace_id, distinct, max_items_per_term + 1)
+            else:
+                rows = conn.execute(_pg_term_holders(scope, distinct, max_items_per_term + 1)).all()
+        found: dict[int, list[str]] = defaultdict(list)
+        for k, item_id in rows:
+            found[int(k)].append(item_id)
+        holders = {
+            distinct[k]: found[k] for k in sorted(found) if len(found[k]) <= max_items_per_term
+        }
+        scores: dict[str, float] = defaultdict(float)
+        matched: dict[str, list[str]] = defaultdict(list)
+        for word, ids in holders.items():
+            n = len(ids)  # the excluded item counts: it is one of the workspace's items
+            idf = math.log(1.0 + (n_items - n + 0.5) / (n + 0.5))
+            for item_id in ids:
+                if item_id == exclude_item:
+                    continue
+                scores[item_id] += idf
+                matched[item_id].append(word)
+        best = heapq.nsmallest(limit, scores.items(), key=lambda kv: (-kv[1], kv[0]))
+        return [
+            TextHit(id=i, score=s, rank=r, matched_terms=_distinct(matched[i]))
+            for r, (i, s) in enumerate(best, start=1)
+        ]
+
+    def _distinct_terms(self, conn: sa.Connection, words: list[str]) -> list[str]:
+        """``words`` less those the index would fold to the same token as an earlier one
+        ("tumor", "tumors"), and those it would drop altogether (stop words on PostgreSQL)."""
+        if self._db.dialect == "sqlite":
+            tokens = _tokenizer(conn, "items_fts").tokens(words)
+        else:
+            lexemes = [
+                sa.cast(sa.func.plainto_tsquery(_PG_CONFIG, sa.literal(w, sa.Text)), sa.Text)
+                for w in words
+            ]
+            row = conn.execute(sa.select(*lexemes)).one()
+            tokens = [(str(v),) if v else () for v in row]
+        kept: dict[tuple[str, ...], str] = {}
+        for word, token in zip(words, tokens, strict=True):
+            if token:
+                kept.setdefault(token, word)
+        return list(kept.values())
 
     def _sqlite_chunks(
         self, terms: list[str], scope: list[Any], filters: list[Any], limit: int
@@ -582,6 +674,44 @@ class _Bm25Leg:
             if n:
                 freqs[doc] = freqs.get(doc, 0.0) + weights.get(col, 1.0) * n
         return freqs
+
+
+_HOLDERS_BRANCH = (
+    # Driven by the match (rowid lookups, see _after_match), each branch stopped at its limit.
+    "SELECT ? AS k, id FROM (SELECT id FROM items WHERE rowid IN "
+    "(SELECT rowid FROM items_fts WHERE items_fts MATCH ?) "
+    "AND +workspace_id = ? AND deleted_at IS NULL LIMIT ?)"
+)
+
+
+def _sqlite_term_holders(
+    conn: sa.Connection, workspace_id: str, words: Sequence[str], per_term: int
+) -> list[Any]:
+    """``(k, item id)`` for the first ``per_term`` live items of the workspace holding
+    ``words[k]``: one plain statement (compiling the equivalent SQLAlchemy union cost more than
+    running it), every value bound."""
+    require_workspace(items, workspace_id)
+    sql = " UNION ALL ".join([_HOLDERS_BRANCH] * len(words))
+    args: list[Any] = []
+    for k, word in enumerate(words):
+        args += [k, fts5_query([word]), workspace_id, per_term]
+    driver = conn.connection.driver_connection
+    assert driver is not None
+    rows: list[Any] = driver.execute(sql, args).fetchall()
+    return rows
+
+
+def _pg_term_holders(scope: list[Any], words: Sequence[str], per_term: int) -> Any:
+    branches = []
+    for k, word in enumerate(words):
+        tsq = sa.func.plainto_tsquery(_PG_CONFIG, sa.literal(word, sa.Text))
+        branch = (
+            sa.select(sa.literal(k, sa.Integer).label("k"), items.c.id)
+            .where(_fts("items.search_vector").op("@@")(tsq), *scope)
+            .limit(per_term)
+        )
+        branches.append(sa.select(branch.subquery()))
+    return sa.union_all(*branches) if len(branches) > 1 else branches[0]
 
 
 def _in_rowids(column: str, docs: Sequence[int]) -> Any:
