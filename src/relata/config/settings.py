@@ -577,6 +577,17 @@ SETTINGS: tuple[Setting, ...] = (
         "`vectors.db` in the data dir when RELATA_DATABASE_URL is PostgreSQL) or `qdrant`.",
     ),
     Setting(
+        "RELATA_VECTOR_MEMORY_MB",
+        "vector_memory_mb",
+        _int(0, 65536),
+        "256",
+        "0-65536",
+        "With `sqlite-vec`: memory (MiB) a process may give to exact in-memory copies of the "
+        "workspaces it searches, kept in step with the file (a search then costs a matrix "
+        "product, not a scan of the file); a larger workspace is scanned by sqlite-vec. "
+        "0 turns the copies off.",
+    ),
+    Setting(
         "RELATA_QDRANT_URL",
         "qdrant_url",
         _url("http", "https"),
@@ -755,6 +766,7 @@ class Settings:
     embedding_timeout: float = 60.0
     reembed_batch_size: int = 256
     vector_store: str = "sqlite-vec"
+    vector_memory_mb: int = 256
     qdrant_url: str = ""
     qdrant_api_key: str = dataclasses.field(default="", repr=False)
     qdrant_collection: str = "relata_chunks"

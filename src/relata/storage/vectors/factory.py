@@ -35,6 +35,9 @@ def build_vector_store(settings: Settings, db: Database, dimensions: int) -> Vec
         )
     from relata.storage.vectors.sqlite_vec import SqliteVecStore
 
+    memory = settings.vector_memory_mb * 1024 * 1024
     if db.dialect == "sqlite":
-        return SqliteVecStore(db, dimensions)
-    return SqliteVecStore.standalone(settings.data_path / STANDALONE_FILE, dimensions)
+        return SqliteVecStore(db, dimensions, resident_bytes=memory)
+    return SqliteVecStore.standalone(
+        settings.data_path / STANDALONE_FILE, dimensions, resident_bytes=memory
+    )

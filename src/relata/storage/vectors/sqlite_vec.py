@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -35,6 +36,7 @@ from sqlalchemy.exc import OperationalError
 from relata.domain.errors import ConfigError, Unavailable
 from relata.domain.ports import VectorHit, VectorRecord
 from relata.storage.sql.engine import Database
+from relata.storage.vectors.resident import ResidentPartition
 from relata.storage.vectors.validation import (
     SearchFilters,
     check_dimensions,
@@ -59,15 +61,51 @@ _POINTS_DDL = (
     "CREATE INDEX IF NOT EXISTS ix_vec_points_workspace_dimensions "
     "ON vec_points (workspace_id, dimensions)",
 )
+# The change log: one row per vector written or deleted, in commit order (AUTOINCREMENT never
+# reuses a number), so a resident copy of a partition learns exactly which chunks to re-read.
+# Rows older than LOG_KEEP numbers are pruned per workspace; ``vec_log_pruned`` remembers up
+# to where, and a copy older than that is loaded afresh.
+_LOG_DDL = (
+    "CREATE TABLE IF NOT EXISTS vec_log (seq INTEGER PRIMARY KEY AUTOINCREMENT, "
+    "workspace_id TEXT NOT NULL, chunk_id TEXT NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS ix_vec_log_workspace_seq ON vec_log (workspace_id, seq)",
+    "CREATE TABLE IF NOT EXISTS vec_log_pruned ("
+    "workspace_id TEXT PRIMARY KEY NOT NULL, through INTEGER NOT NULL)",
+)
+_LOG_WRITE = sa.text("INSERT INTO vec_log (workspace_id, chunk_id) VALUES (:w, :id)")
+_LOG_LAST = sa.text("SELECT max(seq) FROM vec_log")
+_LOG_PRUNE = sa.text("DELETE FROM vec_log WHERE workspace_id = :w AND seq <= :through")
+_LOG_PRUNED = sa.text(
+    "INSERT INTO vec_log_pruned (workspace_id, through) VALUES (:w, :through) "
+    "ON CONFLICT (workspace_id) DO UPDATE SET through = max(through, excluded.through)"
+)
+_LOG_HEAD = sa.text(
+    "SELECT (SELECT max(seq) FROM vec_log WHERE workspace_id = :w), "
+    "(SELECT through FROM vec_log_pruned WHERE workspace_id = :w)"
+)
+_LOG_SINCE = sa.text(
+    "SELECT DISTINCT chunk_id FROM vec_log WHERE workspace_id = :w AND seq > :s LIMIT :n"
+)
+#: Log rows kept (by number, across workspaces) before a workspace's older ones are pruned.
+LOG_KEEP = 100_000
+#: A resident copy applies at most this many changed chunks (each a primary-key read);
+#: more, and it is loaded afresh (one scan of the partition).
+MAX_INCREMENTAL = 2_000
+#: Memory for a store's resident partitions by default (RELATA_VECTOR_MEMORY_MB), least
+#: recently searched dropped first; a workspace whose vectors need more is searched by
+#: vec0's own scan.
+DEFAULT_RESIDENT_BYTES = 256 * 1024 * 1024
+
 _POINTS_FIND = sa.text(
-    "SELECT chunk_id, dimensions FROM vec_points "
+    "SELECT chunk_id, dimensions, workspace_id FROM vec_points "
     "WHERE chunk_id IN (SELECT value FROM json_each(:ids))"
 )
 _POINTS_BY_ITEM = sa.text(
-    "SELECT chunk_id, dimensions FROM vec_points WHERE workspace_id = :w AND item_id = :i"
+    "SELECT chunk_id, dimensions, workspace_id FROM vec_points "
+    "WHERE workspace_id = :w AND item_id = :i"
 )
 _POINTS_BY_WORKSPACE = sa.text(
-    "SELECT chunk_id, dimensions FROM vec_points WHERE workspace_id = :w LIMIT :n"
+    "SELECT chunk_id, dimensions, workspace_id FROM vec_points WHERE workspace_id = :w LIMIT :n"
 )
 _POINTS_UPSERT = sa.text(
     "INSERT INTO vec_points (chunk_id, workspace_id, item_id, dimensions) "
@@ -125,6 +163,15 @@ class _VecSql:
             f"SELECT chunk_id, item_id, distance FROM {table} "  # noqa: S608
             "WHERE embedding MATCH :q AND k = :k AND workspace_id = :w"
         )
+        # A resident copy's reads: the whole partition, and one vector by primary key.
+        self.partition = sa.text(
+            f"SELECT chunk_id, item_id, source_type, created_at, embedding FROM {table} "  # noqa: S608
+            "WHERE workspace_id = :w"
+        )
+        self.point = sa.text(
+            f"SELECT workspace_id, item_id, source_type, created_at, embedding "  # noqa: S608
+            f"FROM {table} WHERE chunk_id = :id"
+        )
 
 
 def vec_table(dimensions: int) -> str:
@@ -134,7 +181,14 @@ def vec_table(dimensions: int) -> str:
 class SqliteVecStore:
     """The ``VectorStore`` port on sqlite-vec."""
 
-    def __init__(self, db: Database, dimensions: int, *, owns_db: bool = False) -> None:
+    def __init__(
+        self,
+        db: Database,
+        dimensions: int,
+        *,
+        owns_db: bool = False,
+        resident_bytes: int = DEFAULT_RESIDENT_BYTES,
+    ) -> None:
         if db.dialect != "sqlite":
             raise ConfigError(
                 "SqliteVecStore needs a SQLite database; with PostgreSQL use "
@@ -146,11 +200,22 @@ class SqliteVecStore:
         self._sql = _VecSql(self.dimensions)
         self._ready = False
         self._lock = threading.Lock()
+        # Vectors that fit in ``resident_bytes`` (4 bytes a component, plus the payload).
+        self._max_resident = max(0, resident_bytes) // (4 * self.dimensions + 24)
+        self._resident: OrderedDict[str, ResidentPartition] = OrderedDict()
+        self._resident_lock = threading.Lock()
 
     @classmethod
-    def standalone(cls, path: Path, dimensions: int) -> SqliteVecStore:
+    def standalone(
+        cls, path: Path, dimensions: int, *, resident_bytes: int = DEFAULT_RESIDENT_BYTES
+    ) -> SqliteVecStore:
         """A store in its own SQLite file (used when the authoritative store is PostgreSQL)."""
-        return cls(Database.from_url(f"sqlite:///{path.resolve()}"), dimensions, owns_db=True)
+        return cls(
+            Database.from_url(f"sqlite:///{path.resolve()}"),
+            dimensions,
+            owns_db=True,
+            resident_bytes=resident_bytes,
+        )
 
     @property
     def table(self) -> str:
@@ -164,7 +229,7 @@ class SqliteVecStore:
             if self._ready:
                 return
             with _translated(), self._db.write() as conn:
-                for ddl in (*_POINTS_DDL, self._sql.create):
+                for ddl in (*_POINTS_DDL, *_LOG_DDL, self._sql.create):
                     conn.exec_driver_sql(ddl)
             self._ready = True
 
@@ -179,6 +244,11 @@ class SqliteVecStore:
             existing = conn.execute(_POINTS_FIND, {"ids": ids}).all()
             # vec0 has no UPSERT: remove the old vector (whatever its width), insert anew.
             _delete_vectors(conn, [(str(r[0]), int(r[1])) for r in existing])
+            _log(
+                conn,
+                [(str(r[2]), str(r[0])) for r in existing]
+                + [(r.workspace_id, r.chunk_id) for r in batch],
+            )
             conn.execute(
                 self._sql.insert,
                 [
@@ -210,10 +280,12 @@ class SqliteVecStore:
     def _delete_points(self, select: sa.TextClause, params: dict[str, Any]) -> int:
         self._ensure_schema()
         with _translated(), self._db.write() as conn:
-            points = [(str(r[0]), int(r[1])) for r in conn.execute(select, params).all()]
+            rows = conn.execute(select, params).all()
+            points = [(str(r[0]), int(r[1])) for r in rows]
             _delete_vectors(conn, points)
             if points:
                 conn.execute(_POINTS_DELETE, [{"id": chunk_id} for chunk_id, _ in points])
+                _log(conn, [(str(r[2]), str(r[0])) for r in rows])
         return len(points)
 
     def delete_by_item(self, workspace_id: str, item_id: str) -> int:
@@ -229,7 +301,16 @@ class SqliteVecStore:
             n = self._delete_points(_POINTS_BY_WORKSPACE, {"w": workspace_id, "n": _DELETE_BATCH})
             total += n
             if n < _DELETE_BATCH:
-                return total
+                break
+        # The workspace's change log goes too (resident copies elsewhere see the mark and
+        # read the now empty partition afresh).
+        with _translated(), self._db.write() as conn:
+            last = int(conn.execute(_LOG_LAST).scalar_one() or 0)
+            conn.execute(_LOG_PRUNE, {"w": workspace_id, "through": last})
+            conn.execute(_LOG_PRUNED, {"w": workspace_id, "through": last})
+        with self._resident_lock:
+            self._resident.pop(workspace_id, None)
+        return total
 
     # ------------------------------------------------------------------ reads
     def search(
@@ -256,6 +337,11 @@ class SqliteVecStore:
         if filters.matches_nothing:
             return []
         self._ensure_schema()
+        if self._max_resident > 0:
+            with self._resident_lock, _translated(), self._db.read() as conn:
+                partition = self._partition(conn, workspace_id)
+                if partition is not None:
+                    return partition.search(query, k, filters)
         where, params = _knn_filters(filters)
         params.update({"q": query.tobytes(), "k": k, "w": workspace_id})
         statement = sa.text(f"{self._sql.knn}{where} ORDER BY distance")
@@ -271,6 +357,72 @@ class SqliteVecStore:
                 for r in rows
             ]
         )
+
+    def _partition(self, conn: Connection, workspace_id: str) -> ResidentPartition | None:
+        """The workspace's resident copy, brought up to this transaction's snapshot (the
+        changes logged since it was read applied, or read afresh); None when the workspace
+        holds more vectors than may be resident. Called with ``_resident_lock`` held."""
+        head, pruned = conn.execute(_LOG_HEAD, {"w": workspace_id}).one()
+        head, pruned = int(head or 0), int(pruned or 0)
+        partition = self._resident.get(workspace_id)
+        if partition is not None and partition.seq >= pruned:
+            if head > partition.seq:
+                params = {"w": workspace_id, "s": partition.seq, "n": MAX_INCREMENTAL + 1}
+                changed = [str(r[0]) for r in conn.execute(_LOG_SINCE, params)]
+                if len(changed) > MAX_INCREMENTAL:
+                    partition = None
+                else:
+                    self._apply(conn, partition, workspace_id, changed)
+                    partition.seq = head
+                    if len(partition) > self._max_resident:
+                        partition = None  # grown past what may be held
+            if partition is not None:
+                self._resident.move_to_end(workspace_id)
+                return partition
+        self._resident.pop(workspace_id, None)
+        count = conn.execute(_POINTS_COUNT, {"w": workspace_id, "d": self.dimensions})
+        if int(count.scalar_one()) > self._max_resident:
+            return None
+        # The log's head of the same snapshot: what was read below is everything up to it.
+        partition = ResidentPartition(self.dimensions, seq=max(head, pruned))
+        for chunk_id, item_id, source_type, created_at, blob in conn.execute(
+            self._sql.partition, {"w": workspace_id}
+        ):
+            partition.put(
+                str(chunk_id),
+                str(item_id),
+                str(source_type),
+                float(created_at),
+                np.frombuffer(blob, dtype=np.float32),
+            )
+        self._resident[workspace_id] = partition
+        held = sum(len(p) for p in self._resident.values())
+        while held > self._max_resident and len(self._resident) > 1:
+            _, dropped = self._resident.popitem(last=False)
+            held -= len(dropped)
+        return partition
+
+    def _apply(
+        self,
+        conn: Connection,
+        partition: ResidentPartition,
+        workspace_id: str,
+        changed: Sequence[str],
+    ) -> None:
+        """Each changed chunk read again: put when this width's table holds it for the
+        workspace, discarded otherwise (deleted, moved, or re-embedded at another width)."""
+        for chunk_id in changed:
+            row = conn.execute(self._sql.point, {"id": chunk_id}).first()
+            if row is None or str(row[0]) != workspace_id:
+                partition.discard(chunk_id)
+            else:
+                partition.put(
+                    chunk_id,
+                    str(row[1]),
+                    str(row[2]),
+                    float(row[3]),
+                    np.frombuffer(row[4], dtype=np.float32),
+                )
 
     def item_vectors(
         self, workspace_id: str, item_id: str, *, limit: int = 256
@@ -295,6 +447,21 @@ class SqliteVecStore:
     def close(self) -> None:
         if self._owns_db:
             self._db.dispose()
+
+
+def _log(conn: Connection, changes: Sequence[tuple[str, str]]) -> None:
+    """Record ``(workspace, chunk)`` changes in the change log, in the writing transaction,
+    and prune each workspace's rows older than ``LOG_KEEP`` numbers."""
+    rows = [{"w": w, "id": c} for w, c in dict.fromkeys(changes)]
+    if not rows:
+        return
+    conn.execute(_LOG_WRITE, rows)
+    through = int(conn.execute(_LOG_LAST).scalar_one() or 0) - LOG_KEEP
+    if through <= 0:
+        return
+    for w in {r["w"] for r in rows}:
+        if conn.execute(_LOG_PRUNE, {"w": w, "through": through}).rowcount:
+            conn.execute(_LOG_PRUNED, {"w": w, "through": through})
 
 
 def _delete_vectors(conn: Connection, points: Sequence[tuple[str, int]]) -> None:
