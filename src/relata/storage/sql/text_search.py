@@ -428,6 +428,7 @@ class SqlTextSearch:
             total = conn.execute(sa.select(sa.func.count()).select_from(items).where(*scope))
             n_items = int(total.scalar_one())
             # One statement: per term, its first ``max_items_per_term + 1`` live items.
+            rows: Sequence[Any]
             if self._db.dialect == "sqlite":
                 rows = _sqlite_term_holders(conn, workspace_id, distinct, max_items_per_term + 1)
             else:
