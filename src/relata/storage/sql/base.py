@@ -21,6 +21,17 @@ def ws_filter(table: sa.Table, workspace_id: str) -> ColumnElement[bool]:
     return table.c.workspace_id == workspace_id
 
 
+def ws_check(table: sa.Table, workspace_id: str, dialect: str) -> ColumnElement[bool]:
+    """``ws_filter`` for a query that finds its rows through another index (primary keys, a
+    full-text match): on SQLite the unary plus keeps the planner from walking the workspace's
+    own index instead (it does, with no statistics, for ``id IN (...)``), which would make
+    the cost grow with the workspace rather than with the rows asked for."""
+    if dialect != "sqlite":
+        return ws_filter(table, workspace_id)
+    require_workspace(table, workspace_id)
+    return sa.literal_column(f"+{table.name}.workspace_id") == workspace_id
+
+
 def require_workspace(table: sa.Table, workspace_id: str) -> str:
     """``ws_filter``'s check alone, for prebuilt statements that take the workspace as a bound
     parameter (``ws``): an empty workspace still raises instead of widening the query."""

@@ -300,20 +300,28 @@ class SqlContradictionRepository:
         limit: int = 50,
         offset: int = 0,
     ) -> builtins.list[Contradiction]:
-        q = sa.select(contradictions).where(ws_filter(contradictions, workspace_id))
+        where = [ws_filter(contradictions, workspace_id)]
         if status is not None:
-            q = q.where(contradictions.c.status == status.value)
+            where.append(contradictions.c.status == status.value)
         if subject is not None:
-            q = q.where(contradictions.c.subject == subject)
-        if item_id is not None:
-            q = q.where(
-                sa.or_(
-                    contradictions.c.first_item_id == item_id,
-                    contradictions.c.second_item_id == item_id,
-                )
+            where.append(contradictions.c.subject == subject)
+        order: tuple[Any, ...] = (sa.desc("confidence"), sa.asc("id"))
+        q: Any
+        if item_id is None:
+            q = sa.select(contradictions).where(*where)
+        else:
+            # Two indexed lookups, one per side: SQLite plans the OR of the two sides as a
+            # walk of the workspace's (status, confidence) index, which grows with it.
+            first = sa.select(contradictions).where(
+                *where, contradictions.c.first_item_id == item_id
             )
-        q = q.order_by(contradictions.c.confidence.desc(), contradictions.c.id)
-        q = q.limit(max(1, min(limit, _MAX_PAGE))).offset(max(0, offset))
+            second = sa.select(contradictions).where(
+                *where,
+                contradictions.c.second_item_id == item_id,
+                contradictions.c.first_item_id != item_id,
+            )
+            q = sa.union_all(first, second)
+        q = q.order_by(*order).limit(max(1, min(limit, _MAX_PAGE))).offset(max(0, offset))
         with self._db.read() as conn:
             return [_contradiction(r) for r in conn.execute(q)]
 

@@ -34,7 +34,7 @@ from relata.domain.models import (
 from relata.domain.ports import Clock
 from relata.domain.vocabulary import EntityType
 from relata.ids import new_id, pair_key
-from relata.storage.sql.base import insert_for, ws_filter
+from relata.storage.sql.base import insert_for, ws_check, ws_filter
 from relata.storage.sql.engine import Database
 from relata.storage.sql.tables import (
     entities,
@@ -310,7 +310,7 @@ class SqlEntityRepository:
             for i in range(0, len(ids), _ID_BATCH):
                 for row in conn.execute(
                     sa.select(entities).where(
-                        ws_filter(entities, workspace_id),
+                        ws_check(entities, workspace_id, self._db.dialect),
                         entities.c.id.in_(ids[i : i + _ID_BATCH]),
                     )
                 ):

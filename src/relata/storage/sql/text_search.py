@@ -678,10 +678,12 @@ class _Bm25Leg:
 
 
 _HOLDERS_BRANCH = (
-    # Driven by the match (rowid lookups, see _after_match), each branch stopped at its limit.
-    "SELECT ? AS k, id FROM (SELECT id FROM items WHERE rowid IN "
-    "(SELECT rowid FROM items_fts WHERE items_fts MATCH ?) "
-    "AND +workspace_id = ? AND deleted_at IS NULL LIMIT ?)"
+    # Driven by the match: CROSS JOIN keeps the FTS5 cursor outside, so its doclist is read
+    # lazily and the branch stops at its limit (``rowid IN (SELECT ...)`` read the term's
+    # whole doclist, every workspace's, first); the unary plus: see _after_match.
+    "SELECT ? AS k, id FROM (SELECT items.id AS id FROM items_fts CROSS JOIN items "
+    "ON items.rowid = items_fts.rowid WHERE items_fts MATCH ? "
+    "AND +items.workspace_id = ? AND items.deleted_at IS NULL LIMIT ?)"
 )
 
 
