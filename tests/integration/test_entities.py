@@ -145,6 +145,8 @@ def test_another_workspaces_entities_never_reach_this_one(settings: Settings) ->
         assert c.repos.entities.list(ws_a) == []
         assert c.search.search(ws_a, SearchQuery(text="Meridian Tidal Institute")).results == ()
         b_entity = c.repos.entities.list(ws_b)[0]
+        assert c.repos.entities.get_many(ws_a, [b_entity.id]) == []  # checked per row
+        assert c.repos.entities.get_many(ws_b, [b_entity.id]) == [b_entity]
         with pytest.raises(Exception) as missing:
             c.repos.entities.get(ws_a, b_entity.id)
         assert type(missing.value).__name__ == "NotFound"

@@ -17,6 +17,7 @@ from relata.domain.ports import VectorHit, VectorRecord
 from relata.storage.sql import migrate
 from relata.storage.sql.engine import Database
 from relata.storage.vectors import sqlite_vec
+from relata.storage.vectors.resident import ResidentPartition
 from relata.storage.vectors.sqlite_vec import SqliteVecStore
 
 DIMS = 6
@@ -109,7 +110,7 @@ def test_another_writer_never_leaves_a_resident_partition_stale(
 
 def test_a_workspace_larger_than_may_be_resident_is_searched_by_vec0(db: Database) -> None:
     rng = random.Random(5)
-    per_vector = 4 * DIMS + 24
+    per_vector = ResidentPartition.row_bytes(DIMS)
     small = SqliteVecStore(db, DIMS, resident_bytes=29 * per_vector)
     small.upsert([_record(rng, WS_A, str(uuid.uuid4()), i % 7) for i in range(29)])
     q = [rng.uniform(-1, 1) for _ in range(DIMS)]
@@ -177,3 +178,20 @@ def test_deleting_a_workspace_empties_its_change_log_and_every_copy(db: Database
     assert reader.search(WS_A, q, k=10) == []  # the fresh copy is kept, not re-read
     assert reader._resident[WS_A].seq > 0
     assert len(reader.search(WS_B, q, k=10)) == 5
+
+
+def test_copies_share_the_memory_bound_least_recently_searched_dropped_first(
+    db: Database,
+) -> None:
+    rng = random.Random(17)
+    store = SqliteVecStore(db, DIMS, resident_bytes=30 * ResidentPartition.row_bytes(DIMS))
+    store.upsert([_record(rng, WS_A, str(uuid.uuid4()), 1) for _ in range(20)])
+    store.upsert([_record(rng, WS_B, str(uuid.uuid4()), 2) for _ in range(15)])
+    q = [rng.uniform(-1, 1) for _ in range(DIMS)]
+    assert len(store.search(WS_A, q, k=50)) == 20
+    assert list(store._resident) == [WS_A]
+    assert len(store.search(WS_B, q, k=50)) == 15
+    assert list(store._resident) == [WS_B]  # both would need 35 rows
+    _same(store.search(WS_A, q, k=50), _scan(store, WS_A, q, k=50))
+    assert list(store._resident) == [WS_A]
+    assert sum(p.nbytes for p in store._resident.values()) <= 30 * ResidentPartition.row_bytes(DIMS)

@@ -52,7 +52,7 @@ import sqlalchemy as sa
 
 from relata.domain.errors import ValidationError
 from relata.domain.ports import ChunkTextHit, TextHit
-from relata.storage.sql.base import require_workspace, ws_filter
+from relata.storage.sql.base import require_workspace, ws_check, ws_filter
 from relata.storage.sql.engine import Database
 from relata.storage.sql.items import item_filters
 from relata.storage.sql.tables import chunks, items
@@ -171,15 +171,6 @@ def _distinct(words: Sequence[str]) -> tuple[str, ...]:
         if w and len(out) < MAX_MATCHED_TERMS:
             out.setdefault(w, None)
     return tuple(out)
-
-
-def _after_match(table: sa.Table, workspace_id: str) -> Any:
-    """``ws_filter`` for a query driven by an FTS5 match on SQLite: the unary plus keeps the
-    planner from walking the workspace's index and probing the match's rows for each of its
-    rows (the cost would grow with the workspace), so the match's rows are read and each one
-    checked instead (the cost follows the matches)."""
-    require_workspace(table, workspace_id)
-    return sa.literal_column(f"+{table.name}.workspace_id") == workspace_id
 
 
 def _check_limit(limit: int) -> int:
@@ -372,7 +363,11 @@ class SqlTextSearch:
                 .select_from(sa.table("chunks_fts"))
                 .where(_fts("chunks_fts").op("MATCH")(match))
             )
-            where[:2] = [_after_match(chunks, workspace_id), _after_match(items, workspace_id)]
+            # Checked on each matched row, not used to walk the workspace (ws_check).
+            where[:2] = [
+                ws_check(chunks, workspace_id, "sqlite"),
+                ws_check(items, workspace_id, "sqlite"),
+            ]
             query = (
                 sa.select(chunks.c.item_id)
                 .select_from(joined)
@@ -680,7 +675,7 @@ class _Bm25Leg:
 _HOLDERS_BRANCH = (
     # Driven by the match: CROSS JOIN keeps the FTS5 cursor outside, so its doclist is read
     # lazily and the branch stops at its limit (``rowid IN (SELECT ...)`` read the term's
-    # whole doclist, every workspace's, first); the unary plus: see _after_match.
+    # whole doclist, every workspace's, first); the unary plus: see base.ws_check.
     "SELECT ? AS k, id FROM (SELECT items.id AS id FROM items_fts CROSS JOIN items "
     "ON items.rowid = items_fts.rowid WHERE items_fts MATCH ? "
     "AND +items.workspace_id = ? AND items.deleted_at IS NULL LIMIT ?)"

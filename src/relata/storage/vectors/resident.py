@@ -33,15 +33,16 @@ class ResidentPartition:
     moves it forward as it applies changes. Not thread-safe: the store serialises access.
     """
 
-    def __init__(self, dimensions: int, seq: int = 0) -> None:
+    def __init__(self, dimensions: int, seq: int = 0, *, capacity: int = _INITIAL_ROWS) -> None:
         self.dimensions = dimensions
         self.seq = seq
         self._ids: list[str] = []
         self._pos: dict[str, int] = {}
-        self._vectors = np.zeros((_INITIAL_ROWS, dimensions), dtype=np.float32)
-        self._created = np.zeros(_INITIAL_ROWS, dtype=np.float64)
-        self._item = np.zeros(_INITIAL_ROWS, dtype=np.int64)
-        self._type = np.zeros(_INITIAL_ROWS, dtype=np.int64)
+        rows = max(1, capacity)
+        self._vectors = np.zeros((rows, dimensions), dtype=np.float32)
+        self._created = np.zeros(rows, dtype=np.float64)
+        self._item = np.zeros(rows, dtype=np.int64)
+        self._type = np.zeros(rows, dtype=np.int64)
         self._item_codes: dict[str, int] = {}
         self._item_names: list[str] = []
         self._type_codes: dict[str, int] = {}
@@ -49,8 +50,10 @@ class ResidentPartition:
     def __len__(self) -> int:
         return len(self._ids)
 
-    def __contains__(self, chunk_id: object) -> bool:
-        return chunk_id in self._pos
+    @staticmethod
+    def row_bytes(dimensions: int) -> int:
+        """Memory of one row: the float32 vector and the three payload numbers."""
+        return 4 * dimensions + 24
 
     @property
     def nbytes(self) -> int:

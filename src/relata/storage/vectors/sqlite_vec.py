@@ -200,8 +200,7 @@ class SqliteVecStore:
         self._sql = _VecSql(self.dimensions)
         self._ready = False
         self._lock = threading.Lock()
-        # Vectors that fit in ``resident_bytes`` (4 bytes a component, plus the payload).
-        self._max_resident = max(0, resident_bytes) // (4 * self.dimensions + 24)
+        self._resident_bytes = max(0, resident_bytes)
         self._resident: OrderedDict[str, ResidentPartition] = OrderedDict()
         self._resident_lock = threading.Lock()
 
@@ -337,7 +336,7 @@ class SqliteVecStore:
         if filters.matches_nothing:
             return []
         self._ensure_schema()
-        if self._max_resident > 0:
+        if self._resident_bytes > 0:
             with self._resident_lock, _translated(), self._db.read() as conn:
                 partition = self._partition(conn, workspace_id)
                 if partition is not None:
@@ -374,17 +373,20 @@ class SqliteVecStore:
                 else:
                     self._apply(conn, partition, workspace_id, changed)
                     partition.seq = head
-                    if len(partition) > self._max_resident:
-                        partition = None  # grown past what may be held
+                    if partition.nbytes > self._resident_bytes:
+                        partition = None  # grown past what may be held: read afresh, exact
             if partition is not None:
                 self._resident.move_to_end(workspace_id)
                 return partition
         self._resident.pop(workspace_id, None)
-        count = conn.execute(_POINTS_COUNT, {"w": workspace_id, "d": self.dimensions})
-        if int(count.scalar_one()) > self._max_resident:
+        count = int(
+            conn.execute(_POINTS_COUNT, {"w": workspace_id, "d": self.dimensions}).scalar_one()
+        )
+        if count * ResidentPartition.row_bytes(self.dimensions) > self._resident_bytes:
             return None
         # The log's head of the same snapshot: what was read below is everything up to it.
-        partition = ResidentPartition(self.dimensions, seq=max(head, pruned))
+        # Sized exactly, so a copy that fits once it is read is never over the bound.
+        partition = ResidentPartition(self.dimensions, seq=max(head, pruned), capacity=count)
         for chunk_id, item_id, source_type, created_at, blob in conn.execute(
             self._sql.partition, {"w": workspace_id}
         ):
@@ -396,10 +398,10 @@ class SqliteVecStore:
                 np.frombuffer(blob, dtype=np.float32),
             )
         self._resident[workspace_id] = partition
-        held = sum(len(p) for p in self._resident.values())
-        while held > self._max_resident and len(self._resident) > 1:
+        held = sum(p.nbytes for p in self._resident.values())
+        while held > self._resident_bytes and len(self._resident) > 1:
             _, dropped = self._resident.popitem(last=False)
-            held -= len(dropped)
+            held -= dropped.nbytes
         return partition
 
     def _apply(
