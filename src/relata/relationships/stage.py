@@ -120,12 +120,14 @@ NEIGHBOUR_CHUNKS: Final = 40
 NEIGHBOURS: Final = 10
 #: Wording: the item's most distinctive words (``lexical_terms``, from the title and this
 #: much of the text) looked up with ``TextSearch.items_sharing_terms``; a word held by more
-#: than ``LEXICAL_COMMON`` items is too common to count (which also bounds each lookup). The
-#: best ``LEXICAL_HITS`` items become candidates; the ``LEXICAL_SCORED`` best give the feature
-#: to candidates found another way.
+#: than ``LEXICAL_COMMON`` items is too common to count (which also bounds each lookup: 200
+#: rather than 100 keeps the topical words of a workspace of several thousand items, at the
+#: cost of reading up to twice the rows; docs/benchmarks.md). The best ``LEXICAL_HITS`` items
+#: become candidates; the ``LEXICAL_SCORED`` best give the feature to candidates found another
+#: way.
 LEXICAL_TERMS: Final = 24
 LEXICAL_TEXT_CHARS: Final = 20_000
-LEXICAL_COMMON: Final = 100
+LEXICAL_COMMON: Final = 200
 LEXICAL_HITS: Final = 20
 LEXICAL_SCORED: Final = 500
 #: References: a title is matched only with at least this many words besides a leading
