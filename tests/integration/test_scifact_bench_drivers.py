@@ -38,13 +38,13 @@ PAIRS = [
 ]
 
 
-def _dataset(folder: Path) -> Path:
+def _dataset(folder: Path, pairs: list[tuple[str, str, str, str]] = PAIRS) -> Path:
     folder.mkdir()
     with (folder / "corpus.jsonl").open("w") as fh:
         for doc_id, title, text in ABSTRACTS:
             fh.write(json.dumps({"_id": doc_id, "title": title, "text": text}) + "\n")
     with (folder / "claims_train.jsonl").open("w") as fh:
-        for claim_id, claim, doc_id, label in PAIRS:
+        for claim_id, claim, doc_id, label in pairs:
             row = {"claim_id": claim_id, "claim": claim, "doc_id": doc_id, "label": label}
             fh.write(json.dumps(row) + "\n")
     return folder
@@ -69,6 +69,34 @@ def test_bench_relationships_relates_each_claim_to_its_abstract_first(
     assert report["contradict_pairs"] == 1
     stages = report["stages"]
     assert isinstance(stages, dict) and stages["relationships"]["runs"] == 5
+
+
+def test_bench_relationships_sorts_contradicts_links_by_what_the_labels_say(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Claim 12 restates abstract 1 (SUPPORT) and claim 11 contradicts its date (CONTRADICT):
+    # the two claims contradict each other, which their opposite labels on abstract 1 imply.
+    monkeypatch.setenv("RELATA_EMBEDDING_PROVIDER", "none")
+    negated = (
+        "12",
+        "The Sabrewing Array began commercial operation in March 2019.",
+        "1",
+        "SUPPORT",
+    )
+    data = _dataset(tmp_path / "scifact", [*PAIRS, negated])
+    assert main(["bench", "relationships", "--dataset", str(data), "--json"]) == 0
+    report = _report(capsys)
+    assert report["contradicts_found"] == 1  # claim 11 -> abstract 1
+    by_label = report["contradicts_by_label"]
+    assert by_label == {
+        "contradict_pair": 1,
+        "wrong_pair": 0,
+        "uncited_abstract": 0,
+        "claims_opposed": 1,  # one link, counted once though both claims list it
+        "claims_same_label": 0,
+        "claims_unlabelled": 0,
+    }
+    assert report["contradicts_labelled_precision"] == 1.0
 
 
 def test_bench_relationships_refuses_an_existing_keep_folder(

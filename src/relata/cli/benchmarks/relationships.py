@@ -9,9 +9,13 @@ every claim's relationships are discovered with the whole corpus in place. Repor
 
 - **recall@5**: the share of claims with a cited abstract among their five best-scored
   relationships (and @1, @10), and the share of (claim, cited abstract) pairs related at all;
-- **contradicts**: of the CONTRADICT pairs, how many are related with type ``contradicts``,
-  and how many ``contradicts`` relationships of claims point at an abstract the claim does
-  not contradict (per the labels);
+- **contradicts**: of the CONTRADICT pairs, how many are related with type ``contradicts``;
+  and every ``contradicts`` relationship of a claim, counted once, by what the labels say of
+  it: with a cited abstract labelled SUPPORT or NOINFO (wrong), with an abstract the claim
+  does not cite (unlabelled), or between two claims: *opposed* when they cite one abstract
+  with opposite labels (SUPPORT and CONTRADICT: SciFact's negated claims, a contradiction the
+  labels imply), *same label* when they cite one abstract with the same label (almost surely
+  wrong), else unlabelled;
 - relationships per item, by type; the relationship stage's handler time per item in the
   first and the last thousand abstracts processed (does it grow with the workspace?), and
   every stage's time beside the raw embedder's.
@@ -157,19 +161,24 @@ def _evaluate(
 ) -> dict[str, Any]:
     cited: dict[str, set[str]] = defaultdict(set)
     contradicted: dict[str, set[str]] = defaultdict(set)
+    labels: dict[str, dict[str, str]] = defaultdict(dict)  # claim item -> abstract -> label
     for p in pairs:
         doc = doc_items.get(p["doc_id"])
         if doc is None:
             continue
-        cited[claim_items[p["claim_id"]]].add(doc)
+        claim = claim_items[p["claim_id"]]
+        cited[claim].add(doc)
+        labels[claim][doc] = p["label"]
         if p["label"] == "CONTRADICT":
-            contradicted[claim_items[p["claim_id"]]].add(doc)
+            contradicted[claim].add(doc)
     hits = {1: 0, 5: 0, 10: 0}
     pairs_related = 0
     types = Counter[str]()
     per_claim: list[int] = []
     contradicts_found = 0
-    contradicts_wrong = 0
+    claim_set = set(claim_items.values())
+    seen: set[str] = set()
+    kinds = Counter[str]()
     for claim, docs in cited.items():
         rels = c.repos.relationships.list_for_items(ws, [claim], limit=1000)
         per_claim.append(len(rels))
@@ -181,10 +190,10 @@ def _evaluate(
         for r, other in zip(rels, others, strict=True):
             types[r.relationship_type.value] += 1
             if r.relationship_type.value == "contradicts":
-                if other in contradicted[claim]:
-                    contradicts_found += 1
-                else:
-                    contradicts_wrong += 1
+                contradicts_found += other in contradicted[claim]
+                if r.id not in seen:
+                    seen.add(r.id)
+                    kinds[_contradicts_kind(labels, claim_set, claim, other)] += 1
     n = max(len(cited), 1)
     contradict_pairs = sum(len(v) for v in contradicted.values())
     total_pairs = sum(len(v) for v in cited.values())
@@ -195,10 +204,52 @@ def _evaluate(
         "pairs_related": round(pairs_related / max(total_pairs, 1), 3),
         "contradict_pairs": contradict_pairs,
         "contradicts_found": contradicts_found,
-        "contradicts_other": contradicts_wrong,
+        "contradicts_by_label": {k: kinds[k] for k in _CONTRADICTS_KINDS},
+        # Of the links the labels judge (a labelled pair, or two claims citing one abstract),
+        # the share they imply: a CONTRADICT pair, or two claims labelled oppositely.
+        "contradicts_labelled_precision": _share(
+            kinds["contradict_pair"] + kinds["claims_opposed"],
+            kinds["contradict_pair"]
+            + kinds["claims_opposed"]
+            + kinds["wrong_pair"]
+            + kinds["claims_same_label"],
+        ),
         "claim_relationship_types": dict(types),
         "relationships_per_claim": round(sum(per_claim) / n, 2),
     }
+
+
+_CONTRADICTS_KINDS = (
+    "contradict_pair",
+    "wrong_pair",
+    "uncited_abstract",
+    "claims_opposed",
+    "claims_same_label",
+    "claims_unlabelled",
+)
+
+
+def _share(part: int, whole: int) -> float | None:
+    return round(part / whole, 3) if whole else None
+
+
+def _contradicts_kind(
+    labels: dict[str, dict[str, str]], claims: set[str], claim: str, other: str
+) -> str:
+    """What the labels say of a ``contradicts`` relationship between the claim item
+    ``claim`` and ``other`` (one of ``_CONTRADICTS_KINDS``); ``claims``: every claim item."""
+    if other not in claims:  # an abstract
+        label = labels.get(claim, {}).get(other)
+        if label is None:
+            return "uncited_abstract"
+        return "contradict_pair" if label == "CONTRADICT" else "wrong_pair"
+    mine, theirs = labels.get(claim, {}), labels.get(other, {})
+    pairs = {(mine[d], theirs[d]) for d in mine.keys() & theirs.keys()}
+    if {("SUPPORT", "CONTRADICT"), ("CONTRADICT", "SUPPORT")} & pairs:
+        return "claims_opposed"
+    if any(a == b for a, b in pairs):
+        return "claims_same_label"
+    return "claims_unlabelled"
 
 
 def _growth(c: Any, ws: str, doc_items: list[str]) -> dict[str, Any]:
@@ -236,7 +287,8 @@ def _lines(r: dict[str, Any]) -> list[str]:
         f"  recall@1 {r['recall_at_1']:.3f}  recall@5 {r['recall_at_5']:.3f}  "
         f"recall@10 {r['recall_at_10']:.3f}; cited pairs related at all {r['pairs_related']:.3f}",
         f"  contradicts: {r['contradicts_found']} of {r['contradict_pairs']} CONTRADICT pairs; "
-        f"{r['contradicts_other']} on other pairs",
+        f"contradicts links of claims by what the labels say: {r['contradicts_by_label']} "
+        f"(labelled precision {r['contradicts_labelled_precision']})",
         f"  claims' relationships by type {r['claim_relationship_types']}, "
         f"{r['relationships_per_claim']} per claim",
         f"  relationship stage per item: first {g['window']} {g['first_ms_per_item']} ms, "
