@@ -93,7 +93,7 @@ def test_bench_relationships_sorts_contradicts_links_by_what_the_labels_say(
         "wrong_pair": 0,
         "uncited_abstract": 0,
         "claims_opposed": 1,  # one link, counted once though both claims list it
-        "claims_same_label": 0,
+        "claims_both_supported": 0,
         "claims_unlabelled": 0,
     }
     assert report["contradicts_labelled_precision"] == 1.0

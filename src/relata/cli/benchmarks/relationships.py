@@ -14,8 +14,8 @@ every claim's relationships are discovered with the whole corpus in place. Repor
   it: with a cited abstract labelled SUPPORT or NOINFO (wrong), with an abstract the claim
   does not cite (unlabelled), or between two claims: *opposed* when they cite one abstract
   with opposite labels (SUPPORT and CONTRADICT: SciFact's negated claims, a contradiction the
-  labels imply), *same label* when they cite one abstract with the same label (almost surely
-  wrong), else unlabelled;
+  labels imply), *both supported* when one abstract supports both (both hold, so the link is
+  wrong), else unlabelled (two NOINFO claims, say: a negated claim is often NOINFO too);
 - relationships per item, by type; the relationship stage's handler time per item in the
   first and the last thousand abstracts processed (does it grow with the workspace?), and
   every stage's time beside the raw embedder's.
@@ -205,14 +205,14 @@ def _evaluate(
         "contradict_pairs": contradict_pairs,
         "contradicts_found": contradicts_found,
         "contradicts_by_label": {k: kinds[k] for k in _CONTRADICTS_KINDS},
-        # Of the links the labels judge (a labelled pair, or two claims citing one abstract),
-        # the share they imply: a CONTRADICT pair, or two claims labelled oppositely.
+        # Of the links the labels judge (a labelled pair; two claims one abstract supports
+        # and contradicts, or supports both), the share they imply.
         "contradicts_labelled_precision": _share(
             kinds["contradict_pair"] + kinds["claims_opposed"],
             kinds["contradict_pair"]
             + kinds["claims_opposed"]
             + kinds["wrong_pair"]
-            + kinds["claims_same_label"],
+            + kinds["claims_both_supported"],
         ),
         "claim_relationship_types": dict(types),
         "relationships_per_claim": round(sum(per_claim) / n, 2),
@@ -224,7 +224,7 @@ _CONTRADICTS_KINDS = (
     "wrong_pair",
     "uncited_abstract",
     "claims_opposed",
-    "claims_same_label",
+    "claims_both_supported",
     "claims_unlabelled",
 )
 
@@ -247,8 +247,8 @@ def _contradicts_kind(
     pairs = {(mine[d], theirs[d]) for d in mine.keys() & theirs.keys()}
     if {("SUPPORT", "CONTRADICT"), ("CONTRADICT", "SUPPORT")} & pairs:
         return "claims_opposed"
-    if any(a == b for a, b in pairs):
-        return "claims_same_label"
+    if ("SUPPORT", "SUPPORT") in pairs:
+        return "claims_both_supported"
     return "claims_unlabelled"
 
 
