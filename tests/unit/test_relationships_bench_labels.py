@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from relata.cli.benchmarks.relationships import _contradicts_kind
+from relata.cli.benchmarks.relationships import contradicts_kind
 
 LABELS = {
     "c1": {"d1": "SUPPORT", "d2": "NOINFO"},
@@ -34,4 +34,4 @@ CLAIMS = {*LABELS, "c6"}  # c6: a claim whose abstracts are not in the corpus
     ],
 )
 def test_a_contradicts_link_is_judged_by_the_labels(claim: str, other: str, kind: str) -> None:
-    assert _contradicts_kind(LABELS, CLAIMS, claim, other) == kind
+    assert contradicts_kind(LABELS, CLAIMS, claim, other) == kind

@@ -193,7 +193,7 @@ def _evaluate(
                 contradicts_found += other in contradicted[claim]
                 if r.id not in seen:
                     seen.add(r.id)
-                    kinds[_contradicts_kind(labels, claim_set, claim, other)] += 1
+                    kinds[contradicts_kind(labels, claim_set, claim, other)] += 1
     n = max(len(cited), 1)
     contradict_pairs = sum(len(v) for v in contradicted.values())
     total_pairs = sum(len(v) for v in cited.values())
@@ -204,7 +204,7 @@ def _evaluate(
         "pairs_related": round(pairs_related / max(total_pairs, 1), 3),
         "contradict_pairs": contradict_pairs,
         "contradicts_found": contradicts_found,
-        "contradicts_by_label": {k: kinds[k] for k in _CONTRADICTS_KINDS},
+        "contradicts_by_label": {k: kinds[k] for k in CONTRADICTS_KINDS},
         # Of the links the labels judge (a labelled pair; two claims one abstract supports
         # and contradicts, or supports both), the share they imply.
         "contradicts_labelled_precision": _share(
@@ -219,7 +219,7 @@ def _evaluate(
     }
 
 
-_CONTRADICTS_KINDS = (
+CONTRADICTS_KINDS = (
     "contradict_pair",
     "wrong_pair",
     "uncited_abstract",
@@ -233,11 +233,11 @@ def _share(part: int, whole: int) -> float | None:
     return round(part / whole, 3) if whole else None
 
 
-def _contradicts_kind(
+def contradicts_kind(
     labels: dict[str, dict[str, str]], claims: set[str], claim: str, other: str
 ) -> str:
     """What the labels say of a ``contradicts`` relationship between the claim item
-    ``claim`` and ``other`` (one of ``_CONTRADICTS_KINDS``); ``claims``: every claim item."""
+    ``claim`` and ``other`` (one of ``CONTRADICTS_KINDS``); ``claims``: every claim item."""
     if other not in claims:  # an abstract
         label = labels.get(claim, {}).get(other)
         if label is None:
