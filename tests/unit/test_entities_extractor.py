@@ -171,6 +171,34 @@ def test_dates_numbers_and_money_are_never_entities() -> None:
     assert [m.quotation for m in _extract(text).mentions] == []
 
 
+def test_section_headings_in_capitals_are_structure_not_names() -> None:
+    text = (
+        "BACKGROUND Microarrays were tested at the Mayo Clinic. MAIN OUTCOME MEASURES The "
+        "odds were 4.69 (95% CI, 1.99-11.07) in Boston. RESULTS AND DISCUSSION NASA agreed. "
+        "CONCLUSIONS The BBC reported it."
+    )
+    found = _found(text)
+    assert {("Mayo Clinic", ORG), ("Boston", LOC), ("NASA", ORG), ("BBC", ORG)} <= found
+    headings = {"BACKGROUND", "MAIN", "MAIN OUTCOME MEASURES", "CI", "RESULTS", "CONCLUSIONS"}
+    assert not {q for q, _ in found} & headings
+
+
+def test_a_heading_is_cut_from_the_name_after_it() -> None:
+    # spaCy runs a heading into the sentence after it.
+    found = _found("RESULTS Detection rates fell. BACKGROUND The DATA PROTECTION BOARD agreed.")
+    assert {q for q, _ in found} == {"DATA PROTECTION BOARD"}
+
+
+def test_a_heading_word_in_a_name_keeps_the_name() -> None:
+    # Only a span made of heading words alone is structure: these are names.
+    found = _found("The MAIN STREET TRUST met the RESULTS CONSORTIUM and the DESIGN COUNCIL.")
+    assert {
+        ("MAIN STREET TRUST", ORG),
+        ("RESULTS CONSORTIUM", ORG),
+        ("DESIGN COUNCIL", ORG),
+    } <= found
+
+
 def test_a_surname_after_the_full_name_is_the_same_person() -> None:
     text = (
         "Tomas Reyes, chief executive of Kestrel Marine Systems, presented the report. "

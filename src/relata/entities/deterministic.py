@@ -37,7 +37,7 @@ from relata.entities.mentions import (
 from relata.entities.normalise import clean_name, normalise_name
 from relata.entities.rules import Passage, Span, clean
 
-RULES_VERSION: Final = "2"
+RULES_VERSION: Final = "3"
 EXTRACTOR_VERSION: Final = f"rules-{RULES_VERSION}+{spacy_ner.library_versions()}"
 MAX_CHUNKS: Final = 10_000
 

@@ -469,3 +469,24 @@ LEADING_FUNCTION_WORDS: Final[frozenset[str]] = _words(
     re fwd dear thanks thank yes please according like unlike including following would
     could should can might must shall does did is are was were has have had"""
 )
+
+
+#: The section headings of structured documents (research papers and their structured
+#: abstracts, reports, minutes, manuals), with the words that join them: in capitals
+#: ("BACKGROUND", "MAIN OUTCOME MEASURES", "CONCLUSIONS") a span of only these words is the
+#: document's structure, not a name. General knowledge of document layouts, not a list of
+#: what some corpus contains.
+SECTION_HEADINGS: Final[frozenset[str]] = _words(
+    """abstract summary background introduction context rationale objective objectives aim
+    aims purpose purposes hypothesis hypotheses importance methods method methodology
+    materials design designs setting settings participants patients subjects population
+    interventions intervention exposure exposures measurements measures measure main
+    primary secondary outcome outcomes results result findings discussion conclusion
+    conclusions interpretation implications significance limitations relevance evidence
+    synthesis sources selection extraction analysis analyses statistical data study studies
+    trial registration funding keywords key points overview appendix references
+    acknowledgements acknowledgments notes note contents agenda minutes present apologies
+    and of or"""
+)
+#: Statistical abbreviations written in capitals that are never names ("95% CI").
+STATISTICS_ABBREVIATIONS: Final[frozenset[str]] = frozenset({"ci", "iqr", "sem"})

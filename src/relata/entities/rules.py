@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -31,6 +32,8 @@ from relata.entities.lexicon import (
     LOC_SUFFIXES,
     ORG_HEADS_OF,
     ORG_SUFFIXES,
+    SECTION_HEADINGS,
+    STATISTICS_ABBREVIATIONS,
     TITLES,
 )
 from relata.entities.tokens import (
@@ -278,6 +281,11 @@ def clean(p: Passage, start: int, end: int, entity_type: EntityType | None) -> l
     out: list[Span] = []
     for a, b, typed in _pieces(p, i, j):
         model_type = entity_type if typed else None
+        cut = _after_heading(p.words, a, b)
+        if cut > a:
+            if b - cut <= 1:
+                continue  # "RESULTS Detection": a heading, then a sentence's first word
+            a = cut  # "BACKGROUND The DATA PROTECTION BOARD"
         if model_type is EntityType.PERSON:
             b = _before_of(p, a, b)
         a, b, person = _trim(p, a, b, model_type)
@@ -285,6 +293,8 @@ def clean(p: Passage, start: int, end: int, entity_type: EntityType | None) -> l
             continue
         if b - a == 1 and (p.words[a].folded in TITLES or p.words[a].folded in HONORIFICS):
             continue  # "Chair", "Clerk": an office, not a name
+        if is_heading(p.words[a:b]):
+            continue  # "BACKGROUND", "MAIN OUTCOME MEASURES", "95% CI": structure, not a name
         shaped = shape_type(p, a, b)
         if person or shaped is EntityType.PERSON or model_type is EntityType.PERSON:
             a = _with_initials(p, a)
@@ -295,6 +305,27 @@ def clean(p: Passage, start: int, end: int, entity_type: EntityType | None) -> l
         elif model_type is not None:
             out.append(p.span(a, b, _by_given_name(p, a, b, model_type)))
     return out
+
+
+def is_heading(ws: Sequence[Word]) -> bool:
+    """A span in capitals made only of section-heading words ("BACKGROUND", "MAIN OUTCOME
+    MEASURES", "RESULTS AND DISCUSSION"), or a statistical abbreviation in capitals ("CI")."""
+    if not ws or not all(w.text.isupper() for w in ws):
+        return False
+    folded = [w.folded.rstrip(".:") for w in ws]
+    if len(folded) == 1 and folded[0] in STATISTICS_ABBREVIATIONS:
+        return True
+    return all(f in SECTION_HEADINGS for f in folded) and folded[0] not in ("and", "of", "or")
+
+
+def _after_heading(ws: Sequence[Word], i: int, j: int) -> int:
+    """Where ``[i, j)`` continues after a leading heading in capitals followed by words that
+    are not in capitals ("RESULTS Detection rates", "BACKGROUND The DATA ..."); ``i`` when it
+    does not start with one (a name in capitals such as "RESULTS CONSORTIUM" keeps it)."""
+    k = i
+    while k < j and is_heading(ws[i : k + 1]):
+        k += 1
+    return k if i < k < j and not ws[k].text.isupper() else i
 
 
 def _by_given_name(p: Passage, i: int, j: int, model_type: EntityType) -> EntityType:
