@@ -177,7 +177,7 @@ def test_configuration_comes_from_settings() -> None:
         "text": 1.0,
         "chunk_text": 0.5,
         "vector": 2.0,
-        "entity": 0.5,
+        "entity": 0.1,
         "relationship": 0.0,
     }
     assert FusionConfig.from_settings(Settings()) == FusionConfig()

@@ -702,17 +702,19 @@ SETTINGS: tuple[Setting, ...] = (
         "RELATA_SEARCH_WEIGHT_ENTITY",
         "search_weight_entity",
         _float(0, 10),
-        "0.5",
+        "0.1",
         "0-10",
-        "Fusion weight of the entity-match leg.",
+        "Fusion weight of the entity-match leg (small: a larger vote reorders the direct "
+        "hits; docs/benchmarks.md, retrieval).",
     ),
     Setting(
         "RELATA_SEARCH_WEIGHT_RELATIONSHIP",
         "search_weight_relationship",
         _float(0, 10),
-        "0.25",
+        "0.05",
         "0-10",
-        "Fusion weight of relationship expansion (items linked to other results).",
+        "Fusion weight of relationship expansion (items linked to other results; small: a "
+        "larger vote reorders the direct hits).",
     ),
 )
 
@@ -780,8 +782,8 @@ class Settings:
     search_weight_text: float = 1.0
     search_weight_chunk_text: float = 0.5
     search_weight_vector: float = 1.0
-    search_weight_entity: float = 0.5
-    search_weight_relationship: float = 0.25
+    search_weight_entity: float = 0.1
+    search_weight_relationship: float = 0.05
 
     @property
     def data_path(self) -> Path:
