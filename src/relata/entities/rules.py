@@ -12,7 +12,9 @@ model or from a rule:
   words; an honorific or title before the name makes it a person;
 * type by shape: "X Ltd", "X Council", "University of X" are organisations, "X Street",
   "X Sea", "Mount X", "Port X" are places, an identifier ("IL-6", "BRCA1", "SB-04") is a
-  term, a date or number is nothing.
+  term, a date or number is nothing;
+* a section heading in capitals ("BACKGROUND", "MAIN OUTCOME MEASURES") or "CI" is nothing,
+  and one run into the next sentence is cut from it ("RESULTS Detection" -> nothing).
 """
 
 from __future__ import annotations
