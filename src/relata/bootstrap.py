@@ -22,7 +22,7 @@ from relata.auth.sessions import SessionService
 from relata.auth.tokens import TokenService
 from relata.claims.service import ClaimService
 from relata.claims.stage import ClaimStage
-from relata.concurrency import AiCallLimiter
+from relata.concurrency import AiCallLimiter, single_threaded_blas
 from relata.config.settings import Settings
 from relata.domain.clock import SystemClock
 from relata.domain.ports import (
@@ -236,6 +236,7 @@ def build(
     """Everything, from ``settings``; ``embedder`` replaces the configured one and
     ``stage_order`` declares another pipeline order (tests that add a stage)."""
     clock = clock or SystemClock()
+    single_threaded_blas()
     settings.data_path.mkdir(parents=True, exist_ok=True)
     db = Database.from_url(settings.resolved_database_url)
     repos = Repositories(

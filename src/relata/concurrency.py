@@ -36,3 +36,17 @@ class AiCallLimiter:
             yield
         finally:
             self._sem.release()
+
+
+def single_threaded_blas() -> None:
+    """Run NumPy's BLAS (OpenBLAS here) on one thread in this process, from now on.
+
+    Relata's only BLAS work is the resident vector search, one matrix-vector product per
+    query (docs/decisions/0025): a second BLAS thread saves a fraction of a millisecond on
+    it, and OpenBLAS's idle threads then busy-wait, so each search cost about three times
+    its CPU time and took the core the other worker needed (measured: the relationship
+    stage's CPU per item was twice its wall time). Concurrency comes from the workers, one
+    search each. Idempotent; other thread pools (onnxruntime's, the workers) are untouched."""
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=1, user_api="blas")
