@@ -342,16 +342,21 @@ class RelationshipStage:
 
         other_items = {it.id: it for it in self._items.get_many(ws, sorted(found), with_text=False)}
         found = defaultdict(_Candidate, {k: v for k, v in found.items() if k in other_items})
-        # Similarity for candidates the neighbour search did not reach: only for the best
-        # by the other evidence (their score without it), so the lookup stays bounded.
-        missing = [k for k, c in found.items() if c.similarity is None]
-        if own_vector is not None and missing and self._vectors is not None:
-            ranked = sorted(missing, key=lambda k: (-self._score(features(k, found[k])), k))
-            self._similarities(ws, own_vector, ranked[:MAX_SCORED], found)
-        cancel.raise_if_cancelled()
-
         inputs = {other: features(other, c) for other, c in found.items()}
         scores = {other: score_pair(f, self._model) for other, f in inputs.items()}
+        # Similarity for candidates the neighbour search did not reach: only for the best
+        # by the other evidence (their score without it), so the lookup stays bounded; the
+        # pairs it measured are scored again, the others keep the score they have.
+        missing = [k for k, c in found.items() if c.similarity is None]
+        if own_vector is not None and missing and self._vectors is not None:
+            ranked = sorted(missing, key=lambda k: (-scores[k].score, k))[:MAX_SCORED]
+            self._similarities(ws, own_vector, ranked, found)
+            for other in ranked:
+                if found[other].similarity is not None:
+                    inputs[other] = features(other, found[other])
+                    scores[other] = score_pair(inputs[other], self._model)
+        cancel.raise_if_cancelled()
+
         model_pass = None
         analysis = self._enabled_analysis
         if analysis is not None:
@@ -426,9 +431,6 @@ class RelationshipStage:
                 **(model_pass.details() if model_pass is not None else {}),
             },
         )
-
-    def _score(self, features: PairFeatures) -> float:
-        return score_pair(features, self._model).score
 
     def _model_requests(
         self,
