@@ -69,6 +69,11 @@ def test_bench_relationships_relates_each_claim_to_its_abstract_first(
     assert report["contradict_pairs"] == 1
     stages = report["stages"]
     assert isinstance(stages, dict) and stages["relationships"]["runs"] == 5
+    rel = stages["relationships"]
+    assert 0 < rel["handler_cpu_s"] <= rel["handler_s"] + 0.01  # CPU beside wall, per stage
+    growth = report["growth"]
+    assert 0 < growth["first_cpu_ms_per_item"] <= growth["first_ms_per_item"] + 0.01
+    assert growth["cpu_ratio"] > 0
 
 
 def test_bench_relationships_sorts_contradicts_links_by_what_the_labels_say(

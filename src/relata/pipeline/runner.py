@@ -207,7 +207,7 @@ class Pipeline:
     def handle(self, stage: Stage, ctx: JobContext) -> None:
         """The job handler of every stage (see the module docstring)."""
         payload = StagePayload.from_job(ctx.job)
-        started, t0 = self._clock.now(), time.perf_counter()
+        started, t0, cpu0 = self._clock.now(), time.perf_counter(), time.thread_time()
         try:
             missing = self.missing_reason(stage)
             if missing is not None:
@@ -220,7 +220,7 @@ class Pipeline:
                         raise
                     result = StageResult.skipped(reason(exc), stage.versions)
             ctx.cancel.raise_if_cancelled()
-            self._commit(stage, payload, result, started, t0, ctx)
+            self._commit(stage, payload, result, started, (t0, cpu0), ctx)
         except Exception as exc:
             outcome = self._classifier.classify(exc)
             last = ctx.job.attempts >= ctx.job.max_attempts
@@ -234,13 +234,17 @@ class Pipeline:
         p: StagePayload,
         result: StageResult,
         started: datetime,
-        t0: float,
+        t0: tuple[float, float],
         ctx: JobContext,
     ) -> None:
         finished = self._clock.now()
+        # Wall time, and the worker thread's own CPU time: on a busy machine the first grows
+        # with what else runs, the second only with the stage's work (work the stage hands
+        # to other threads, such as an embedder's pool of more than one thread, is not in it).
         details = {
             "generation": p.generation,
-            "duration_ms": round((time.perf_counter() - t0) * 1000, 2),
+            "duration_ms": round((time.perf_counter() - t0[0]) * 1000, 2),
+            "cpu_ms": round((time.thread_time() - t0[1]) * 1000, 2),
             **result.details,
         }
         runs = [

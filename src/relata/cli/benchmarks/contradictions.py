@@ -40,6 +40,7 @@ from relata.cli.benchmarks.scifact import (
     claim_pairs,
     ingest_abstracts,
     ingest_claims,
+    stage_line,
     stage_times,
 )
 
@@ -165,7 +166,7 @@ def _lines(r: dict[str, Any]) -> list[str]:
         f"  ingest {r['ingest_s']:.1f} s; total {r['wall_s']:.1f} s wall, {r['cpu_s']:.1f} s CPU",
     ]
     for stage, t in r["stages"].items():
-        lines.append(f"  stage {stage:<9} {t['runs']} runs, handler time {t['handler_s']:.1f} s")
+        lines.append(stage_line(stage, t, 9))
     if not r["settled"]:
         lines.append(f"  NOT SETTLED within --timeout: {r['counts']}")
     lines.append(machine_line(r["machine"]))

@@ -17,8 +17,8 @@ every claim's relationships are discovered with the whole corpus in place. Repor
   labels imply), *both supported* when one abstract supports both (both hold, so the link is
   wrong), else unlabelled (two NOINFO claims, say: a negated claim is often NOINFO too);
 - relationships per item, by type; the relationship stage's handler time per item in the
-  first and the last thousand abstracts processed (does it grow with the workspace?), and
-  every stage's time beside the raw embedder's.
+  first and the last thousand abstracts processed, wall and CPU (does it grow with the
+  workspace?), and every stage's time beside the raw embedder's.
 
 The embedding provider is the configured one (default: the local model): nearest neighbours
 by meaning are one of the candidate sources. No language model is used unless ``--model``.
@@ -51,6 +51,7 @@ from relata.cli.benchmarks.scifact import (
     claim_pairs,
     ingest_abstracts,
     ingest_claims,
+    stage_line,
     stage_times,
 )
 from relata.cli.common import CliError
@@ -253,14 +254,16 @@ def contradicts_kind(
 
 
 def _growth(c: Any, ws: str, doc_items: list[str]) -> dict[str, Any]:
-    """The relationship stage's handler time per item, in processing order: the first
-    ``WINDOW`` abstracts against the last ``WINDOW`` (the workspace is that much larger)."""
-    runs: list[tuple[Any, float]] = []
+    """The relationship stage's handler time per item, wall and the worker thread's CPU, in
+    processing order: the first ``WINDOW`` abstracts against the last ``WINDOW`` (the
+    workspace is that much larger). Wall time also grows or shrinks with what else runs (the
+    last abstracts meet fewer embed jobs), CPU time only with the stage's own work."""
+    runs: list[tuple[Any, float, float]] = []
     for item_id in doc_items:
         for r in c.repos.runs.list_for_item(ws, item_id):
-            ms = r.details.get("duration_ms")
+            ms, cpu = r.details.get("duration_ms"), r.details.get("cpu_ms")
             if r.stage == "relationships" and isinstance(ms, int | float):
-                runs.append((r.started_at, float(ms)))
+                runs.append((r.started_at, float(ms), float(cpu or 0.0)))
     runs.sort(key=lambda x: x[0])
     if len(runs) < 2 * WINDOW:
         half = len(runs) // 2
@@ -268,14 +271,18 @@ def _growth(c: Any, ws: str, doc_items: list[str]) -> dict[str, Any]:
     else:
         first, last = runs[:WINDOW], runs[-WINDOW:]
 
-    def mean(xs: list[tuple[Any, float]]) -> float:
-        return round(sum(x[1] for x in xs) / max(len(xs), 1), 2)
+    def mean(xs: list[tuple[Any, float, float]], at: int = 1) -> float:
+        return round(sum(x[at] for x in xs) / max(len(xs), 1), 2)
 
     return {
         "window": len(first),
         "first_ms_per_item": mean(first),
         "last_ms_per_item": mean(last),
         "ratio": round(mean(last) / max(mean(first), 1e-9), 2),
+        # The worker thread's CPU time: what the stage did, not what else ran meanwhile.
+        "first_cpu_ms_per_item": mean(first, 2),
+        "last_cpu_ms_per_item": mean(last, 2),
+        "cpu_ratio": round(mean(last, 2) / max(mean(first, 2), 1e-9), 2),
     }
 
 
@@ -292,12 +299,13 @@ def _lines(r: dict[str, Any]) -> list[str]:
         f"  claims' relationships by type {r['claim_relationship_types']}, "
         f"{r['relationships_per_claim']} per claim",
         f"  relationship stage per item: first {g['window']} {g['first_ms_per_item']} ms, "
-        f"last {g['window']} {g['last_ms_per_item']} ms (x{g['ratio']})",
+        f"last {g['window']} {g['last_ms_per_item']} ms (x{g['ratio']}); CPU "
+        f"{g['first_cpu_ms_per_item']} -> {g['last_cpu_ms_per_item']} ms (x{g['cpu_ratio']})",
         f"  corpus {r['corpus_wall_s']:.1f} s; total {r['wall_s']:.1f} s wall, "
         f"{r['cpu_s']:.1f} s CPU",
     ]
     for stage, t in r["stages"].items():
-        lines.append(f"  stage {stage:<13} {t['runs']} runs, handler time {t['handler_s']:.1f} s")
+        lines.append(stage_line(stage, t, 13))
     if not r["settled"]:
         lines.append(f"  NOT SETTLED within --timeout: {r['counts']}")
     lines.append(machine_line(r["machine"]))

@@ -54,15 +54,28 @@ def abstracts_of(folder: Path, wanted: set[str] | None) -> dict[str, tuple[str, 
 
 
 def stage_times(c: Any, ws: str, item_ids: list[str]) -> dict[str, dict[str, float]]:
+    """Per stage: its runs, the handlers' wall time and their worker threads' CPU time (the
+    latter absent for runs recorded before it was)."""
     busy: dict[str, float] = {}
+    cpu: dict[str, float] = {}
     runs: Counter[str] = Counter()
     for item_id in item_ids:
         for r in c.repos.runs.list_for_item(ws, item_id):
             ms = r.details.get("duration_ms")
             if isinstance(ms, int | float):
                 busy[r.stage] = busy.get(r.stage, 0.0) + float(ms) / 1000
+            cpu_ms = r.details.get("cpu_ms")
+            if isinstance(cpu_ms, int | float):
+                cpu[r.stage] = cpu.get(r.stage, 0.0) + float(cpu_ms) / 1000
             runs[r.stage] += 1
-    return {s: {"runs": runs[s], "handler_s": round(busy.get(s, 0.0), 2)} for s in runs}
+    return {
+        s: {
+            "runs": runs[s],
+            "handler_s": round(busy.get(s, 0.0), 2),
+            **({"handler_cpu_s": round(cpu[s], 2)} if s in cpu else {}),
+        }
+        for s in runs
+    }
 
 
 def ingest_abstracts(c: Any, ws: str, abstracts: dict[str, tuple[str, str]]) -> dict[str, str]:
@@ -93,3 +106,9 @@ def ingest_claims(c: Any, ws: str, pairs: list[dict[str, str]]) -> dict[str, str
             )
             items[p["claim_id"]] = c.ingest.ingest(ws, request).id
     return items
+
+
+def stage_line(stage: str, t: dict[str, float], width: int) -> str:
+    """One stage's line of a report: runs, handler wall time and, when recorded, CPU time."""
+    cpu = f", CPU {t['handler_cpu_s']:.1f} s" if "handler_cpu_s" in t else ""
+    return f"  stage {stage:<{width}} {t['runs']} runs, handler time {t['handler_s']:.1f} s{cpu}"
