@@ -1,8 +1,9 @@
-"""The shared limit on concurrent AI calls (embedding and language-model requests).
+"""Process-wide concurrency: the shared limit on concurrent AI calls (embedding and
+language-model requests), and one BLAS thread (``single_threaded_blas``).
 
-It is separate from the worker count, so raising ``RELATA_WORKERS`` never swamps a small
-local model. Every provider adapter call goes through ``AiCallLimiter.slot``; the time spent
-waiting for a slot is observed by the optional ``on_wait`` callback (a metric).
+The AI-call limit is separate from the worker count, so raising ``RELATA_WORKERS`` never
+swamps a small local model. Every provider adapter call goes through ``AiCallLimiter.slot``;
+the time spent waiting for a slot is observed by the optional ``on_wait`` callback (a metric).
 """
 
 from __future__ import annotations

@@ -207,7 +207,8 @@ class Pipeline:
     def handle(self, stage: Stage, ctx: JobContext) -> None:
         """The job handler of every stage (see the module docstring)."""
         payload = StagePayload.from_job(ctx.job)
-        started, t0, cpu0 = self._clock.now(), time.perf_counter(), time.thread_time()
+        started = self._clock.now()
+        timers = (time.perf_counter(), time.thread_time())
         try:
             missing = self.missing_reason(stage)
             if missing is not None:
@@ -220,7 +221,7 @@ class Pipeline:
                         raise
                     result = StageResult.skipped(reason(exc), stage.versions)
             ctx.cancel.raise_if_cancelled()
-            self._commit(stage, payload, result, started, (t0, cpu0), ctx)
+            self._commit(stage, payload, result, started, timers, ctx)
         except Exception as exc:
             outcome = self._classifier.classify(exc)
             last = ctx.job.attempts >= ctx.job.max_attempts
@@ -234,7 +235,7 @@ class Pipeline:
         p: StagePayload,
         result: StageResult,
         started: datetime,
-        t0: tuple[float, float],
+        timers: tuple[float, float],
         ctx: JobContext,
     ) -> None:
         finished = self._clock.now()
@@ -243,8 +244,8 @@ class Pipeline:
         # to other threads, such as an embedder's pool of more than one thread, is not in it).
         details = {
             "generation": p.generation,
-            "duration_ms": round((time.perf_counter() - t0[0]) * 1000, 2),
-            "cpu_ms": round((time.thread_time() - t0[1]) * 1000, 2),
+            "duration_ms": round((time.perf_counter() - timers[0]) * 1000, 2),
+            "cpu_ms": round((time.thread_time() - timers[1]) * 1000, 2),
             **result.details,
         }
         runs = [

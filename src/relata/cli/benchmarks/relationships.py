@@ -258,12 +258,13 @@ def _growth(c: Any, ws: str, doc_items: list[str]) -> dict[str, Any]:
     processing order: the first ``WINDOW`` abstracts against the last ``WINDOW`` (the
     workspace is that much larger). Wall time also grows or shrinks with what else runs (the
     last abstracts meet fewer embed jobs), CPU time only with the stage's own work."""
-    runs: list[tuple[Any, float, float]] = []
+    runs: list[tuple[Any, float, float | None]] = []
     for item_id in doc_items:
         for r in c.repos.runs.list_for_item(ws, item_id):
             ms, cpu = r.details.get("duration_ms"), r.details.get("cpu_ms")
             if r.stage == "relationships" and isinstance(ms, int | float):
-                runs.append((r.started_at, float(ms), float(cpu or 0.0)))
+                cpu_ms = float(cpu) if isinstance(cpu, int | float) else None
+                runs.append((r.started_at, float(ms), cpu_ms))
     runs.sort(key=lambda x: x[0])
     if len(runs) < 2 * WINDOW:
         half = len(runs) // 2
@@ -271,18 +272,25 @@ def _growth(c: Any, ws: str, doc_items: list[str]) -> dict[str, Any]:
     else:
         first, last = runs[:WINDOW], runs[-WINDOW:]
 
-    def mean(xs: list[tuple[Any, float, float]], at: int = 1) -> float:
-        return round(sum(x[at] for x in xs) / max(len(xs), 1), 2)
+    def mean(values: list[float | None]) -> float | None:
+        # Over the runs that recorded the value (CPU time is absent from runs made before it was).
+        known = [v for v in values if v is not None]
+        return round(sum(known) / len(known), 2) if known else None
 
+    def ratio(a: float | None, b: float | None) -> float | None:
+        return round(b / max(a, 1e-9), 2) if a is not None and b is not None else None
+
+    wall = mean([x[1] for x in first]), mean([x[1] for x in last])
+    # The worker thread's CPU time: what the stage did, not what else ran meanwhile.
+    cpu = mean([x[2] for x in first]), mean([x[2] for x in last])
     return {
         "window": len(first),
-        "first_ms_per_item": mean(first),
-        "last_ms_per_item": mean(last),
-        "ratio": round(mean(last) / max(mean(first), 1e-9), 2),
-        # The worker thread's CPU time: what the stage did, not what else ran meanwhile.
-        "first_cpu_ms_per_item": mean(first, 2),
-        "last_cpu_ms_per_item": mean(last, 2),
-        "cpu_ratio": round(mean(last, 2) / max(mean(first, 2), 1e-9), 2),
+        "first_ms_per_item": wall[0] or 0.0,
+        "last_ms_per_item": wall[1] or 0.0,
+        "ratio": ratio(*wall) or 0.0,
+        "first_cpu_ms_per_item": cpu[0],
+        "last_cpu_ms_per_item": cpu[1],
+        "cpu_ratio": ratio(*cpu),
     }
 
 
