@@ -6,16 +6,25 @@ it (API included)."""
 
 from __future__ import annotations
 
+import dataclasses
+import threading
+import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 
 from relata.bootstrap import Container
 from relata.config.settings import Settings
+from relata.domain.cancel import Cancel
 from relata.domain.models import Contradiction
-from relata.domain.vocabulary import ContradictionStatus, Resolution
+from relata.domain.vocabulary import ContradictionStatus, Resolution, StageKind
+from relata.ids import new_id
 from relata.ingest.service import IngestRequest
+from relata.pipeline import Stage, StagePayload
 from relata.seed import demo_documents
+from relata.storage.sql.tables import contradictions
 from relata.storage.sql.unit_of_work import SqlUnitOfWork
 from tests.support.api import api_client
 from tests.support.ingest import built, drain, workspace_id
@@ -217,3 +226,123 @@ def test_answers_and_search_show_the_disagreement_without_a_model(c: Container) 
     c.claims.resolve(ws, planted.id, Resolution.BOTH_VALID, by="tester")
     after = c.search.search(ws, SearchQuery(text="Sabrewing Array grid operation"))
     assert all(r.open_contradictions == 0 for r in after.results)
+
+
+def _same(x: Contradiction, y: Contradiction) -> bool:
+    return (x.subject, x.facet, x.first, x.second) == (y.subject, y.facet, y.first, y.second)
+
+
+def _claims_stage(c: Container) -> Stage:
+    [stage] = [s for s in c.pipeline.stages if s.kind is StageKind.CLAIMS]
+    return stage
+
+
+def _forget_claims(c: Container, ws: str, item_ids: list[str]) -> None:
+    """Back to before either item's claims stage: no claims, an empty ledger."""
+    with SqlUnitOfWork(c.db, c.clock).begin(ws) as tx:
+        for item_id in item_ids:
+            tx.replace_claims(item_id, [])
+    with c.db.write() as conn:
+        conn.execute(sa.delete(contradictions).where(contradictions.c.workspace_id == ws))
+    assert c.claims.contradictions(ws) == []
+
+
+def test_two_items_whose_claims_stages_ran_at_once_still_meet(c: Container) -> None:
+    """The race the contradictions bench showed: both stages read before either wrote, so
+    neither saw the other's claims. The second write compares what was written meanwhile."""
+    ws = workspace_id(c)
+    _seed(c, ws)
+    planted = _planted(c, ws)
+    pair = [planted.first.item_id, planted.second.item_id]
+    _forget_claims(c, ws, pair)
+    stage = _claims_stage(c)
+    results = [stage.run(StagePayload(ws, item_id, 2), Cancel()) for item_id in pair]
+    assert [r.details["contradictions"] for r in results] == [0, 0]  # neither saw the other
+    for result in results:
+        with SqlUnitOfWork(c.db, c.clock).begin(ws) as tx:
+            assert result.write is not None
+            result.write(tx)
+    [again] = [x for x in c.claims.contradictions(ws) if _same(x, planted)]
+    # A stage that read after both wrote finds the same one and nothing caught up twice.
+    result = stage.run(StagePayload(ws, pair[0], 3), Cancel())
+    assert result.details["contradictions"] >= 1
+    with SqlUnitOfWork(c.db, c.clock).begin(ws) as tx:
+        assert result.write is not None
+        result.write(tx)
+    assert [x.id for x in c.claims.contradictions(ws) if _same(x, planted)] == [again.id]
+
+
+def test_a_claims_write_replaced_meanwhile_is_compared_as_it_is_now(c: Container) -> None:
+    """An item that rewrote its claims after the stage read: what was found with its
+    earlier claims is not recorded; its current ones are compared instead."""
+    ws = workspace_id(c)
+    _seed(c, ws)
+    planted = _planted(c, ws)
+    first, second = planted.first.item_id, planted.second.item_id
+    _forget_claims(c, ws, [first, second])
+    stage = _claims_stage(c)
+    with SqlUnitOfWork(c.db, c.clock).begin(ws) as tx:  # the second item's claims as read
+        result = stage.run(StagePayload(ws, second, 2), Cancel())
+        assert result.write is not None
+        result.write(tx)
+    reading = stage.run(StagePayload(ws, first, 2), Cancel())
+    assert reading.details["contradictions"] >= 1  # it saw the second item's claims
+    # ... which then change: the same subjects, nothing dated any more.
+    neutral = [
+        dataclasses.replace(
+            x,
+            id=new_id(),
+            quotation=f"{x.subject_name} is large.",
+            statement=f"{x.subject_name} is large.",
+            dedupe_key=f"{x.dedupe_key[:-1]}x",
+            facets={**x.facets, "subject_at": [0, len(x.subject_name)]},
+        )
+        for x in c.repos.claims.list_for_item(ws, second)
+    ]
+    assert neutral
+    with SqlUnitOfWork(c.db, c.clock).begin(ws) as tx:
+        tx.replace_claims(second, neutral)
+    with SqlUnitOfWork(c.db, c.clock).begin(ws) as tx:
+        assert reading.write is not None
+        reading.write(tx)
+    assert c.claims.contradictions(ws) == []
+
+
+@pytest.fixture
+def pg(tmp_path: Path, postgres_url: str) -> Iterator[Container]:
+    pg_settings = Settings(data_dir=str(tmp_path / "data"), database_url=postgres_url)
+    with built(pg_settings, embedding_provider="none") as container:
+        yield container
+
+
+@pytest.mark.postgres
+def test_claims_writes_of_a_workspace_are_ordered_on_postgres(pg: Container) -> None:
+    """On PostgreSQL two writes run at once: the second waits on the workspace's claims
+    write row and then sees the first's claims, so it cannot miss them (SQLite's BEGIN
+    IMMEDIATE orders every writer already)."""
+    c = pg
+    ws = workspace_id(c)
+    _seed(c, ws)
+    planted = _planted(c, ws)
+    first, second = planted.first.item_id, planted.second.item_id
+    mine = c.repos.claims.list_for_item(ws, first)
+    subjects = sorted({x.subject for x in mine})
+    mark = c.repos.claims.last_write(ws)
+    seen: list[set[str]] = []
+    entered = threading.Event()
+
+    def other() -> None:
+        with SqlUnitOfWork(c.db, c.clock).begin(ws) as tx:
+            entered.set()
+            tx.replace_claims(second, c.repos.claims.list_for_item(ws, second))
+            late = tx.claims_written_after(mark, subjects, exclude_item=second, limit=100)
+            seen.append({x.item_id for x in late})
+
+    with SqlUnitOfWork(c.db, c.clock).begin(ws) as tx:
+        tx.replace_claims(first, mine)
+        worker = threading.Thread(target=other)
+        worker.start()
+        assert entered.wait(10)
+        time.sleep(0.3)  # the other write is now waiting on the row (or about to)
+    worker.join(10)
+    assert seen == [{first}]

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import functools
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -192,6 +192,9 @@ class ClaimStage:
 
     def run(self, payload: StagePayload, cancel: Cancel) -> StageResult:
         ws, item_id = payload.workspace_id, payload.item_id
+        # Before anything is listed: claims written after this number are compared in the
+        # write (``_caught_up``), where no other item's claims write can come between.
+        mark = self._claims.last_write(ws)
         item = self._items.get(ws, item_id)
         text = item.text or ""
         observations = self._entities.observations_for_item(ws, item_id)
@@ -246,7 +249,10 @@ class ClaimStage:
 
         def write(tx: StageTransaction) -> None:
             tx.replace_claims(item_id, claims)
-            tx.record_contradictions(found)
+            late = tx.claims_written_after(
+                mark, _subjects(drafts, canonical), exclude_item=item_id, limit=MAX_CANDIDATES
+            )
+            tx.record_contradictions(_caught_up(found, drafts, late, canonical))
 
         return StageResult(
             write=write,
@@ -286,35 +292,76 @@ class ClaimStage:
         of other items about the same subjects; the pairs they did not flag are offered to
         ``unflagged`` (the model's candidates) when given."""
 
-        def key(d: ClaimDraft) -> str:
-            return canonical.get(d.subject.key, d.subject.key)
-
-        mine: dict[str, list[ClaimDraft]] = defaultdict(list)
-        for d in drafts:
-            if d.facets.assertive:
-                mine[key(d)].append(d)
+        mine = _grouped(drafts, canonical)
         if not mine:
             return []
-        subjects = sorted(set(canonical) | {d.subject.key for d in drafts})
-        theirs: dict[str, list[ClaimDraft]] = defaultdict(list)
-        for claim in self._claims.list_by_subjects(
-            ws, subjects, exclude_item=item_id, limit=MAX_CANDIDATES
-        ):
-            draft = draft_of(claim)
-            group = theirs[canonical.get(draft.subject.key, draft.subject.key)]
-            if len(group) < MAX_GROUP and draft.facets.assertive:
-                group.append(draft)
-        found: dict[str, FoundContradiction] = {}
-        for subject, own in mine.items():
-            for a in own:
-                for b in theirs.get(subject, ()):
-                    c = compare(a, b)
-                    if c is not None:
-                        f = found_contradiction(c, subject)
-                        found.setdefault(f.identity, f)
-                    elif unflagged is not None:
-                        unflagged.offer(subject, a, b)
-        return sorted(found.values(), key=lambda f: -f.confidence)
+        stored = self._claims.list_by_subjects(
+            ws, _subjects(drafts, canonical), exclude_item=item_id, limit=MAX_CANDIDATES
+        )
+        return _compared(mine, _grouped(map(draft_of, stored), canonical, MAX_GROUP), unflagged)
+
+
+def _subjects(drafts: Sequence[ClaimDraft], canonical: dict[str, str]) -> list[str]:
+    """The subject keys whose stored claims are candidates: the item's and their aliases'."""
+    return sorted(set(canonical) | {d.subject.key for d in drafts})
+
+
+def _grouped(
+    drafts: Iterable[ClaimDraft], canonical: dict[str, str], cap: int | None = None
+) -> dict[str, list[ClaimDraft]]:
+    """Assertive claims by the subject group they are compared under, at most ``cap`` a
+    group (other items' claims: ``MAX_GROUP``; the item's own are all compared)."""
+    out: dict[str, list[ClaimDraft]] = defaultdict(list)
+    for d in drafts:
+        group = out[canonical.get(d.subject.key, d.subject.key)]
+        if (cap is None or len(group) < cap) and d.facets.assertive:
+            group.append(d)
+    return {k: v for k, v in out.items() if v}
+
+
+def _compared(
+    mine: dict[str, list[ClaimDraft]],
+    theirs: dict[str, list[ClaimDraft]],
+    unflagged: CandidatePairs | None = None,
+) -> list[FoundContradiction]:
+    """The facet rules' contradictions between the item's claims and other items' claims of
+    the same subject group; the pairs not flagged are offered to ``unflagged`` if given."""
+    found: dict[str, FoundContradiction] = {}
+    for subject, own in mine.items():
+        for a in own:
+            for b in theirs.get(subject, ()):
+                c = compare(a, b)
+                if c is not None:
+                    f = found_contradiction(c, subject)
+                    found.setdefault(f.identity, f)
+                elif unflagged is not None:
+                    unflagged.offer(subject, a, b)
+    return sorted(found.values(), key=lambda f: -f.confidence)
+
+
+def _caught_up(
+    found: Sequence[FoundContradiction],
+    drafts: Sequence[ClaimDraft],
+    late: Sequence[Claim],
+    canonical: dict[str, str],
+) -> list[FoundContradiction]:
+    """``found`` brought up to the claims written since the stage read (``late``, read in
+    its write): an item among them rewrote all its claims meanwhile, so what was found with
+    its earlier claims goes and its current ones are compared instead (facet rules only:
+    the model judges such a pair when either item is processed again)."""
+    if not late:
+        return list(found)
+    rewritten = {c.item_id for c in late}
+    kept = [
+        f for f in found if f.first.item_id not in rewritten and f.second.item_id not in rewritten
+    ]
+    fresh = _compared(
+        _grouped(drafts, canonical), _grouped(map(draft_of, late), canonical, MAX_GROUP)
+    )
+    out = {f.identity: f for f in kept}
+    for f in fresh:
+        out.setdefault(f.identity, f)
+    return sorted(out.values(), key=lambda f: -f.confidence)
 
 
 def _with_judgements(

@@ -283,7 +283,17 @@ class StageTransaction(Protocol):
         ...
 
     def replace_claims(self, item_id: str, claims: Sequence[Claim]) -> None:
-        """The claims stage's result: the item's claims become exactly ``claims``."""
+        """The claims stage's result: the item's claims become exactly ``claims``. It takes
+        the workspace's next claims write number first, which orders the claims writes of a
+        workspace: after it, this transaction sees every claim committed before it."""
+        ...
+
+    def claims_written_after(
+        self, after: int, subjects: Sequence[str], *, exclude_item: str, limit: int
+    ) -> list[Claim]:
+        """Claims of other live items about ``subjects`` written after claims write
+        ``after`` (``ClaimRepository.last_write``): those a stage that read before them
+        has not compared with, the most confident first, at most ``limit``."""
         ...
 
     def record_contradictions(self, found: Sequence[FoundContradiction]) -> int:
@@ -413,6 +423,11 @@ class ClaimRepository(Protocol):
         limit: int = 2000,
     ) -> builtins.list[Claim]:
         """Claims of live items about any of ``subjects`` (by the subject index)."""
+        ...
+
+    def last_write(self, workspace_id: str) -> int:
+        """The number of the workspace's last committed claims write (0 before the first);
+        read it before listing candidates, compare later claims in the write."""
         ...
 
 

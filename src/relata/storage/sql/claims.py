@@ -7,6 +7,12 @@ found is upserted on its pair ``identity``: a new one is ``open``; one seen agai
 ``content`` keeps whatever a person decided (a resolution is never overwritten, and a pair
 dismissed as ``not_a_contradiction`` is not proposed again); one whose content changed is
 reopened, with the earlier decision kept in its ``history``.
+
+Every claims write first takes the next number of its workspace's ``claim_writes`` row and
+stamps the claims it writes with it. ``claims_written_after`` is what a claims stage reads in
+its own write: the claims other items wrote after the number it saw before listing candidates,
+which it compares too, so two items whose stages ran at once still meet (on PostgreSQL the
+row stays locked until the write commits, which orders the claims writes of a workspace).
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from relata.domain.vocabulary import ClaimNature, ContradictionStatus, Resolutio
 from relata.ids import new_id
 from relata.storage.sql.base import insert_for, ws_filter
 from relata.storage.sql.engine import Database
-from relata.storage.sql.tables import claims, contradictions, items
+from relata.storage.sql.tables import claim_writes, claims, contradictions, items
 
 _MAX_PAGE = 1000
 _ID_BATCH = 500
@@ -108,10 +114,34 @@ def _contradiction(row: Any) -> Contradiction:
 
 
 # ---------------------------------------------------------------- statements on a connection
+def _next_write(conn: Connection, dialect: str, workspace_id: str) -> int:
+    """The workspace's next claims write number (its row is locked until commit on
+    PostgreSQL, so claims writes of one workspace are ordered)."""
+    stmt = insert_for(dialect, claim_writes).values(workspace_id=workspace_id, seq=1)
+    stmt = stmt.on_conflict_do_update(
+        index_elements=[claim_writes.c.workspace_id], set_={"seq": claim_writes.c.seq + 1}
+    ).returning(claim_writes.c.seq)
+    return int(conn.execute(stmt).scalar_one())
+
+
+def last_write(conn: Connection, workspace_id: str) -> int:
+    """The number of the workspace's last committed claims write (0 before the first)."""
+    seq = conn.execute(
+        sa.select(claim_writes.c.seq).where(ws_filter(claim_writes, workspace_id))
+    ).scalar()
+    return int(seq or 0)
+
+
 def replace_item_claims(
-    conn: Connection, workspace_id: str, item_id: str, new: Sequence[Claim], now: datetime
-) -> None:
-    """The item's claims become exactly ``new`` (``NotFound`` when the item is gone)."""
+    conn: Connection,
+    dialect: str,
+    workspace_id: str,
+    item_id: str,
+    new: Sequence[Claim],
+    now: datetime,
+) -> int:
+    """The item's claims become exactly ``new`` (``NotFound`` when the item is gone),
+    stamped with the workspace's next claims write number, which is returned."""
     for c in new:
         if c.workspace_id != workspace_id or c.item_id != item_id:
             raise ValueError("claim does not belong to the item being replaced")
@@ -122,6 +152,7 @@ def replace_item_claims(
     ).first()
     if live is None:
         raise NotFound("item not found")
+    seq = _next_write(conn, dialect, workspace_id)
     conn.execute(
         claims.delete().where(ws_filter(claims, workspace_id), claims.c.item_id == item_id)
     )
@@ -147,10 +178,46 @@ def replace_item_claims(
                     "extractor_version": c.extractor_version,
                     "dedupe_key": c.dedupe_key,
                     "created_at": now,
+                    "write_seq": seq,
                 }
                 for c in new
             ],
         )
+    return seq
+
+
+def _by_subjects(workspace_id: str, subjects: Sequence[str]) -> Any:
+    return (
+        sa.select(claims)
+        .join(items, items.c.id == claims.c.item_id)
+        .where(
+            ws_filter(claims, workspace_id),
+            claims.c.subject.in_(sorted(set(subjects))[:_ID_BATCH]),
+            items.c.deleted_at.is_(None),
+        )
+    )
+
+
+def claims_written_after(
+    conn: Connection,
+    workspace_id: str,
+    subjects: Sequence[str],
+    after: int,
+    *,
+    exclude_item: str,
+    limit: int,
+) -> list[Claim]:
+    """Claims of other live items about ``subjects`` written after claims write ``after``
+    (the ``(workspace, subject, write_seq)`` index), the most confident first."""
+    if not subjects:
+        return []
+    q = (
+        _by_subjects(workspace_id, subjects)
+        .where(claims.c.write_seq > after, claims.c.item_id != exclude_item)
+        .order_by(claims.c.confidence.desc(), claims.c.id)
+        .limit(max(1, limit))
+    )
+    return [_claim(r) for r in conn.execute(q)]
 
 
 def record_contradictions(
@@ -231,7 +298,13 @@ class SqlClaimRepository:
 
     def replace_for_item(self, workspace_id: str, item_id: str, new: Sequence[Claim]) -> None:
         with self._db.write() as conn:
-            replace_item_claims(conn, workspace_id, item_id, new, self._clock.now())
+            replace_item_claims(
+                conn, self._db.dialect, workspace_id, item_id, new, self._clock.now()
+            )
+
+    def last_write(self, workspace_id: str) -> int:
+        with self._db.read() as conn:
+            return last_write(conn, workspace_id)
 
     def list_for_item(self, workspace_id: str, item_id: str) -> builtins.list[Claim]:
         with self._db.read() as conn:
@@ -252,18 +325,11 @@ class SqlClaimRepository:
     ) -> builtins.list[Claim]:
         """Claims of live items about any of ``subjects`` (the ``(workspace, subject)``
         index): the candidates a new item's claims are compared with."""
-        wanted = sorted(set(subjects))[:_ID_BATCH]
-        if not wanted:
+        if not subjects:
             ws_filter(claims, workspace_id)
             return []
         q = (
-            sa.select(claims)
-            .join(items, items.c.id == claims.c.item_id)
-            .where(
-                ws_filter(claims, workspace_id),
-                claims.c.subject.in_(wanted),
-                items.c.deleted_at.is_(None),
-            )
+            _by_subjects(workspace_id, subjects)
             .order_by(claims.c.confidence.desc(), claims.c.id)
             .limit(max(1, limit))
         )

@@ -346,9 +346,28 @@ claims = sa.Table(
     sa.Column("extractor_version", sa.String(64), nullable=False, server_default=""),
     sa.Column("dedupe_key", sa.String(64), nullable=False),
     _ts("created_at"),
-    sa.Index(None, "workspace_id", "subject"),
+    # The workspace's claims write number when this claim was written (``claim_writes``):
+    # the claims stage catches up, in its own write, with claims written after it read.
+    sa.Column("write_seq", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Index(None, "workspace_id", "subject", "write_seq"),
     sa.Index(None, "workspace_id", "item_id"),
     sa.UniqueConstraint("workspace_id", "dedupe_key"),
+)
+
+# One row per workspace: how many times its claims were written. Each claims write bumps it
+# first, in its own transaction, so on PostgreSQL the row's lock orders the claims writes of
+# one workspace (SQLite's BEGIN IMMEDIATE orders every writer already) and a write sees
+# every claim committed before it (docs/decisions/0017, "Claims written meanwhile").
+claim_writes = sa.Table(
+    "claim_writes",
+    metadata,
+    sa.Column(
+        "workspace_id",
+        sa.String(36),
+        sa.ForeignKey("workspaces.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    sa.Column("seq", sa.BigInteger, nullable=False),
 )
 
 # The contradiction ledger. ``identity`` is the pair of claims (their items, subject and

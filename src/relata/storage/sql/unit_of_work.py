@@ -33,7 +33,11 @@ from relata.domain.models import (
 )
 from relata.domain.ports import Clock
 from relata.storage.sql.chunks import replace_chunks, stamp_embedding_model
-from relata.storage.sql.claims import record_contradictions, replace_item_claims
+from relata.storage.sql.claims import (
+    claims_written_after,
+    record_contradictions,
+    replace_item_claims,
+)
 from relata.storage.sql.engine import Database
 from relata.storage.sql.entities import replace_item_entities
 from relata.storage.sql.items import insert_run, set_item_status, store_parsed
@@ -88,7 +92,14 @@ class SqlStageTransaction:
         )
 
     def replace_claims(self, item_id: str, claims: Sequence[Claim]) -> None:
-        replace_item_claims(self._conn, self._ws, item_id, claims, self._now)
+        replace_item_claims(self._conn, self._dialect, self._ws, item_id, claims, self._now)
+
+    def claims_written_after(
+        self, after: int, subjects: Sequence[str], *, exclude_item: str, limit: int
+    ) -> list[Claim]:
+        return claims_written_after(
+            self._conn, self._ws, subjects, after, exclude_item=exclude_item, limit=limit
+        )
 
     def record_contradictions(self, found: Sequence[FoundContradiction]) -> int:
         return record_contradictions(self._conn, self._dialect, self._ws, found, self._now)
