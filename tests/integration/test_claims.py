@@ -16,6 +16,8 @@ import pytest
 import sqlalchemy as sa
 
 from relata.bootstrap import Container
+from relata.claims.facets import extract_facets, facets_from_record, facets_record
+from relata.claims.stage import draft_of
 from relata.config.settings import Settings
 from relata.domain.cancel import Cancel
 from relata.domain.models import Contradiction
@@ -296,6 +298,9 @@ def test_a_claims_write_replaced_meanwhile_is_compared_as_it_is_now(c: Container
             statement=f"{x.subject_name} is large.",
             dedupe_key=f"{x.dedupe_key[:-1]}x",
             facets={**x.facets, "subject_at": [0, len(x.subject_name)]},
+            comparable=facets_record(
+                extract_facets(f"{x.subject_name} is large.", subject_end=len(x.subject_name))
+            ),
         )
         for x in c.repos.claims.list_for_item(ws, second)
     ]
@@ -346,3 +351,20 @@ def test_claims_writes_of_a_workspace_are_ordered_on_postgres(pg: Container) -> 
         time.sleep(0.3)  # the other write is now waiting on the row (or about to)
     worker.join(10)
     assert seen == [{first}]
+
+
+def test_stored_claims_keep_the_facets_they_were_compared_with(c: Container) -> None:
+    """Each claim stores its facets as compared (``comparable``); a stored claim is read
+    back with exactly them, and one stored without them is read again from its quotation."""
+    ws = workspace_id(c)
+    _seed(c, ws)
+    stored = [x for item in c.items.list(ws) for x in c.repos.claims.list_for_item(ws, item.id)]
+    assert stored
+    for claim in stored:
+        facets = facets_from_record(claim.comparable)
+        assert facets is not None
+        assert draft_of(claim).facets == facets
+        at = claim.facets["subject_at"]
+        bare = dataclasses.replace(claim, comparable=None)
+        reread = extract_facets(claim.quotation or "", subject_end=at[1] or None)
+        assert draft_of(bare).facets == reread

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -10,7 +11,14 @@ from hypothesis import strategies as st
 
 from relata.claims.cues import Direction, Polarity
 from relata.claims.dates import DateFacet, dates_conflict
-from relata.claims.facets import event_predicate, extract_facets, is_assertive
+from relata.claims.facets import (
+    RECORD_VERSION,
+    event_predicate,
+    extract_facets,
+    facets_from_record,
+    facets_record,
+    is_assertive,
+)
 from relata.claims.quantities import Quantity, quantities_conflict
 
 # sentence, [(quoted text, label, exact)]
@@ -251,3 +259,39 @@ def test_any_text_gives_facets_whose_offsets_slice_it(sentence: str) -> None:
         assert sentence[span.start : span.end] == span.text
     for q in facets.quantities:
         assert q.low <= q.value <= q.high or math.isinf(q.low) or math.isinf(q.high)
+
+
+#: Sentences with every kind of facet, for the stored form.
+_EVERY_FACET = [
+    *(s for s, _ in DATES),
+    *(s for s, _ in QUANTITIES),
+    *(s for s, _, _ in POLARITY),
+    *(s for s, _, _ in DIRECTION),
+    "The Sabrewing Array began commercial operation on 14 March 2019 with 12 turbines.",
+    "OBJECTIVE To determine whether statins reduce the risk of stroke by 20%?",
+    "More than 5,000 people and fewer than 12 turbines.",
+]
+
+
+@pytest.mark.parametrize("sentence", _EVERY_FACET)
+def test_stored_facets_read_back_equal_through_json(sentence: str) -> None:
+    facets = extract_facets(sentence, subject_end=min(8, len(sentence)))
+    record = json.loads(json.dumps(facets_record(facets), allow_nan=False))
+    assert facets_from_record(record) == facets
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=200))
+def test_any_text_s_facets_read_back_equal(sentence: str) -> None:
+    facets = extract_facets(sentence, subject_end=min(3, len(sentence)))
+    assert (
+        facets_from_record(json.loads(json.dumps(facets_record(facets), allow_nan=False))) == facets
+    )
+
+
+@pytest.mark.parametrize(
+    "record",
+    [None, {}, [], "x", {"v": 0}, {"v": RECORD_VERSION}, {"v": RECORD_VERSION, "d": [[1]]}],
+)
+def test_no_or_another_record_is_none_so_the_quotation_is_read_again(record: object) -> None:
+    assert facets_from_record(record) is None

@@ -16,10 +16,11 @@ module adds:
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from relata.claims.cues import (
     Cue,
@@ -255,3 +256,94 @@ def describe(facets: Facets) -> Iterator[str]:
         yield f"direction:{facets.direction.name.lower()}"
     if facets.predicate is not None:
         yield f"predicate:{facets.predicate.key}"
+
+
+# ------------------------------------------------------------------------------ storage
+#: The stored form's version: ``facets_from_record`` reads only this one (another is read
+#: again from the quotation). Bump it with any change to what ``extract_facets`` returns.
+RECORD_VERSION: Final = 1
+
+
+def facets_record(f: Facets) -> dict[str, object]:
+    """``f`` as JSON, compact and exact: ``facets_from_record`` gives back an equal value, so
+    a stored claim is compared without reading its sentence again."""
+    return {
+        "v": RECORD_VERSION,
+        "d": [
+            [d.start, d.end, d.text, d.year, d.month, d.day, d.quarter, d.until_year, d.exact]
+            for d in f.dates
+        ],
+        "q": [
+            [q.start, q.end, q.text, q.value, q.unit, _finite(q.low), _finite(q.high)]
+            for q in f.quantities
+        ],
+        "n": [_cue_record(c) for c in f.negations],
+        "r": [_cue_record(c) for c in f.directions],
+        "p": (
+            [f.predicate.key, f.predicate.start, f.predicate.end, f.predicate.event]
+            if f.predicate is not None
+            else None
+        ),
+        "t": sorted(f.terms),
+        "w": sorted(f.words),
+        "a": f.assertive,
+    }
+
+
+def _finite(x: float) -> float | None:
+    """JSON has no infinity (PostgreSQL refuses it): an open bound ("more than 5") is null."""
+    return x if math.isfinite(x) else None
+
+
+def _cue_record(c: Cue) -> list[object]:
+    return [c.start, c.end, c.text, c.sign, sorted(c.scope), list(c.target), c.negated]
+
+
+def _cue(r: Sequence[Any]) -> Cue:
+    start, end, text, sign, scope, target, negated = r
+    return Cue(
+        int(start),
+        int(end),
+        str(text),
+        int(sign),
+        frozenset(map(str, scope)),
+        tuple(map(str, target)),
+        bool(negated),
+    )
+
+
+def facets_from_record(r: object) -> Facets | None:
+    """The facets ``facets_record`` stored, or None for anything else (no record, another
+    version, a malformed one): the caller reads them again from the quotation."""
+    if not isinstance(r, dict) or r.get("v") != RECORD_VERSION:
+        return None
+    try:
+        p = r["p"]
+        return Facets(
+            dates=tuple(
+                DateFacet(int(s), int(e), str(t), int(y), mo, dy, qu, un, bool(ex))
+                for s, e, t, y, mo, dy, qu, un, ex in r["d"]
+            ),
+            quantities=tuple(
+                Quantity(
+                    int(s),
+                    int(e),
+                    str(t),
+                    float(v),
+                    str(u),
+                    -math.inf if lo is None else float(lo),
+                    math.inf if hi is None else float(hi),
+                )
+                for s, e, t, v, u, lo, hi in r["q"]
+            ),
+            negations=tuple(_cue(c) for c in r["n"]),
+            directions=tuple(_cue(c) for c in r["r"]),
+            predicate=(
+                Predicate(str(p[0]), int(p[1]), int(p[2]), bool(p[3])) if p is not None else None
+            ),
+            terms=frozenset(map(str, r["t"])),
+            words=frozenset(map(str, r["w"])),
+            assertive=bool(r["a"]),
+        )
+    except (KeyError, TypeError, ValueError):
+        return None

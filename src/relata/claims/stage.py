@@ -33,7 +33,7 @@ from relata.analysis.service import AnalysisService
 from relata.claims.assisted import CandidatePairs, ModelPass
 from relata.claims.contradict import DETECTOR_VERSION, MAX_GROUP, Contradiction, compare
 from relata.claims.extract import EXTRACTOR_VERSION, ClaimDraft, Subject, extract_claims
-from relata.claims.facets import Facets, extract_facets
+from relata.claims.facets import Facets, extract_facets, facets_from_record, facets_record
 from relata.domain.cancel import Cancel
 from relata.domain.models import Claim, ClaimSide, FoundContradiction
 from relata.domain.ports import (
@@ -90,11 +90,12 @@ def _stored_facets(quotation: str, subject_end: int | None) -> Facets:
 
 
 def draft_of(claim: Claim) -> ClaimDraft:
-    """A stored claim as the detector compares it: its facets read again from its quotation."""
+    """A stored claim as the detector compares it: its stored facets (``comparable``), or,
+    for a claim written without them, its facets read again from its quotation."""
     quotation = claim.quotation or claim.statement
     at = claim.facets.get("subject_at") or [0, 0]
     subject_end = int(at[1]) if len(at) == 2 else None
-    facets = _stored_facets(quotation, subject_end or None)
+    facets = facets_from_record(claim.comparable) or _stored_facets(quotation, subject_end or None)
     return ClaimDraft(
         item_id=claim.item_id,
         subject=Subject(
@@ -243,6 +244,7 @@ class ClaimStage:
                 end=d.end,
                 extractor_version=d.extractor_version,
                 facets=facets_summary(d),
+                comparable=facets_record(d.facets),
             )
             for d in drafts
         ]

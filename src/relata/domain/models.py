@@ -283,6 +283,9 @@ class Claim:
     extractor_version: str = ""
     #: A summary of the comparable facets (dates, quantities, polarity, direction, predicate).
     facets: JSONDict = field(default_factory=dict)
+    #: The facets exactly as the detector compares them (``claims.facets.facets_record``),
+    #: so a stored claim is not read again; None: read them from the quotation.
+    comparable: JSONDict | None = None
 
 
 @dataclass(frozen=True, slots=True)

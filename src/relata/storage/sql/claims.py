@@ -59,6 +59,7 @@ def _claim(row: Any) -> Claim:
         end=row.end_offset,
         extractor_version=row.extractor_version,
         facets=dict(row.facets or {}),
+        comparable=row.comparable,
     )
 
 
@@ -173,6 +174,7 @@ def replace_item_claims(
                     "start_offset": c.start,
                     "end_offset": c.end,
                     "facets": dict(c.facets),
+                    "comparable": c.comparable,
                     "confidence": c.confidence,
                     "extractor": c.extractor,
                     "extractor_version": c.extractor_version,

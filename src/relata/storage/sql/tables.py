@@ -341,6 +341,8 @@ claims = sa.Table(
     sa.Column("start_offset", sa.Integer, nullable=False, server_default="0"),
     sa.Column("end_offset", sa.Integer, nullable=False, server_default="0"),
     sa.Column("facets", sa.JSON),
+    # The facets as the detector compares them (``claims.facets.facets_record``), or NULL.
+    sa.Column("comparable", sa.JSON),
     sa.Column("confidence", sa.Float, nullable=False, server_default="0"),
     sa.Column("extractor", sa.String(200), nullable=False),
     sa.Column("extractor_version", sa.String(64), nullable=False, server_default=""),

@@ -1,4 +1,5 @@
-"""claims.write_seq and claim_writes: claims written while another item's claims stage ran
+"""claims.write_seq and claim_writes: claims written while another item's claims stage ran;
+claims.comparable: the facets as the detector compares them
 
 The claims stage compares an item's claims with the stored claims of other items about the
 same subjects. Two items whose stages ran at the same moment did not see each other's claims,
@@ -8,6 +9,11 @@ orders the claims writes of a workspace: the row stays locked until the write co
 stamps its claims with it; a stage remembers the number it read before listing candidates and,
 in its write, compares its claims with those written after that number. Existing claims get
 0: they were all written before any stage that runs after this revision read.
+
+``comparable`` holds a claim's facets exactly as the detector compares them
+(``relata.claims.facets.facets_record``), so the stored claims an item is compared with are
+decoded, not read again from their quotations; existing claims have NULL and are read again
+until their item is reprocessed.
 
 Revision ID: 0009
 Revises: 0008
@@ -42,6 +48,7 @@ def upgrade() -> None:
     op.add_column(
         "claims", sa.Column("write_seq", sa.BigInteger, nullable=False, server_default="0")
     )
+    op.add_column("claims", sa.Column("comparable", sa.JSON))
     op.drop_index("ix_claims_workspace_id_subject", table_name="claims")
     op.create_index(
         "ix_claims_workspace_id_subject_write_seq",
@@ -54,5 +61,6 @@ def downgrade() -> None:
     op.drop_index("ix_claims_workspace_id_subject_write_seq", table_name="claims")
     op.create_index("ix_claims_workspace_id_subject", "claims", ["workspace_id", "subject"])
     with op.batch_alter_table("claims") as batch:
+        batch.drop_column("comparable")
         batch.drop_column("write_seq")
     op.drop_table("claim_writes")
