@@ -193,9 +193,6 @@ class ClaimStage:
 
     def run(self, payload: StagePayload, cancel: Cancel) -> StageResult:
         ws, item_id = payload.workspace_id, payload.item_id
-        # Before anything is listed: claims written after this number are compared in the
-        # write (``_caught_up``), where no other item's claims write can come between.
-        mark = self._claims.last_write(ws)
         item = self._items.get(ws, item_id)
         text = item.text or ""
         observations = self._entities.observations_for_item(ws, item_id)
@@ -221,7 +218,10 @@ class ClaimStage:
         if model is not None:
             drafts = [*drafts, *model.claims(item_id, text, chunks, mentions, drafts)]
         canonical = self._canonical(ws, {e.normalised_key: e.id for e in entities.values()})
-        found = self._contradictions(ws, item_id, drafts, canonical, pairs)
+        # ``mark``: the claims write the candidates were read at (None: nothing to compare).
+        # Claims written after it are compared in the write (``_caught_up``), where no other
+        # item's claims write can come between.
+        found, mark = self._contradictions(ws, item_id, drafts, canonical, pairs)
         if model is not None and pairs is not None:
             found = _with_judgements(found, model.judge(pairs))
         cancel.raise_if_cancelled()
@@ -251,8 +251,12 @@ class ClaimStage:
 
         def write(tx: StageTransaction) -> None:
             tx.replace_claims(item_id, claims)
-            late = tx.claims_written_after(
-                mark, _subjects(drafts, canonical), exclude_item=item_id, limit=MAX_CANDIDATES
+            late = (
+                tx.claims_written_after(
+                    mark, _subjects(drafts, canonical), exclude_item=item_id, limit=MAX_CANDIDATES
+                )
+                if mark is not None
+                else []
             )
             tx.record_contradictions(_caught_up(found, drafts, late, canonical))
 
@@ -289,18 +293,19 @@ class ClaimStage:
         drafts: Sequence[ClaimDraft],
         canonical: dict[str, str],
         unflagged: CandidatePairs | None = None,
-    ) -> list[FoundContradiction]:
+    ) -> tuple[list[FoundContradiction], int | None]:
         """The facet rules' contradictions between the item's claims and the stored claims
-        of other items about the same subjects; the pairs they did not flag are offered to
-        ``unflagged`` (the model's candidates) when given."""
-
+        of other items about the same subjects, and the claims write those were read at
+        (None when the item asserts nothing to compare); the pairs they did not flag are
+        offered to ``unflagged`` (the model's candidates) when given."""
         mine = _grouped(drafts, canonical)
         if not mine:
-            return []
-        stored = self._claims.list_by_subjects(
+            return [], None
+        mark, stored = self._claims.candidates(
             ws, _subjects(drafts, canonical), exclude_item=item_id, limit=MAX_CANDIDATES
         )
-        return _compared(mine, _grouped(map(draft_of, stored), canonical, MAX_GROUP), unflagged)
+        theirs = _grouped(map(draft_of, stored), canonical, MAX_GROUP)
+        return _compared(mine, theirs, unflagged), mark
 
 
 def _subjects(drafts: Sequence[ClaimDraft], canonical: dict[str, str]) -> list[str]:

@@ -426,8 +426,15 @@ class ClaimRepository(Protocol):
         ...
 
     def last_write(self, workspace_id: str) -> int:
-        """The number of the workspace's last committed claims write (0 before the first);
-        read it before listing candidates, compare later claims in the write."""
+        """The number of the workspace's last committed claims write (0 before the first)."""
+        ...
+
+    def candidates(
+        self, workspace_id: str, subjects: Sequence[str], *, exclude_item: str, limit: int
+    ) -> tuple[int, builtins.list[Claim]]:
+        """``last_write``, then ``list_by_subjects`` read after it in one read: every claim
+        of a write up to that number is among them (later ones may be too); the claims
+        stage compares those written after it in its own write."""
         ...
 
 

@@ -308,6 +308,21 @@ class SqlClaimRepository:
         with self._db.read() as conn:
             return last_write(conn, workspace_id)
 
+    def candidates(
+        self, workspace_id: str, subjects: Sequence[str], *, exclude_item: str, limit: int
+    ) -> tuple[int, builtins.list[Claim]]:
+        with self._db.read() as conn:
+            mark = last_write(conn, workspace_id)
+            if not subjects:
+                return mark, []
+            q = (
+                _by_subjects(workspace_id, subjects)
+                .where(claims.c.item_id != exclude_item)
+                .order_by(claims.c.confidence.desc(), claims.c.id)
+                .limit(max(1, limit))
+            )
+            return mark, [_claim(r) for r in conn.execute(q)]
+
     def list_for_item(self, workspace_id: str, item_id: str) -> builtins.list[Claim]:
         with self._db.read() as conn:
             rows = conn.execute(

@@ -306,6 +306,8 @@ class SqlEntityRepository:
         ids = list(dict.fromkeys(entity_ids))
         found: dict[str, Entity] = {}
         ws_filter(entities, workspace_id)
+        if not ids:
+            return []
         with self._db.read() as conn:
             for i in range(0, len(ids), _ID_BATCH):
                 for row in conn.execute(
