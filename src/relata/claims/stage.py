@@ -23,11 +23,11 @@ only the model's part, counted in the run's details; it never fails the item.
 
 from __future__ import annotations
 
-import functools
-from collections import defaultdict
+import threading
+from collections import OrderedDict, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from relata.analysis.service import AnalysisService
 from relata.claims.assisted import CandidatePairs, ModelPass
@@ -81,12 +81,30 @@ def facets_summary(draft: ClaimDraft) -> dict[str, Any]:
     }
 
 
-@functools.lru_cache(maxsize=8192)
-def _stored_facets(quotation: str, subject_end: int | None) -> Facets:
-    """``extract_facets`` of a stored claim's quotation, remembered: the same claims are read
-    again as candidates by every new item about their subject, and facets are a pure
-    function of the sentence (and frozen)."""
-    return extract_facets(quotation, subject_end=subject_end)
+#: Stored claims' facets remembered, by claim id, at most (the most recently used).
+FACETS_CACHE: Final = 8192
+_facets_cache: OrderedDict[str, Facets] = OrderedDict()
+_facets_lock = threading.Lock()
+
+
+def _stored_facets(claim: Claim, quotation: str, subject_end: int | None) -> Facets:
+    """A stored claim's facets: the same claims are read again as candidates by every new
+    item about their subject, so they are remembered by claim id (a stored claim never
+    changes: a new write gives new ids); else decoded from ``comparable``, or read again
+    from the quotation for a claim stored without them."""
+    with _facets_lock:
+        hit = _facets_cache.get(claim.id)
+        if hit is not None:
+            _facets_cache.move_to_end(claim.id)
+            return hit
+    facets = facets_from_record(claim.comparable) or extract_facets(
+        quotation, subject_end=subject_end
+    )
+    with _facets_lock:
+        _facets_cache[claim.id] = facets
+        while len(_facets_cache) > FACETS_CACHE:
+            _facets_cache.popitem(last=False)
+    return facets
 
 
 def draft_of(claim: Claim) -> ClaimDraft:
@@ -95,7 +113,7 @@ def draft_of(claim: Claim) -> ClaimDraft:
     quotation = claim.quotation or claim.statement
     at = claim.facets.get("subject_at") or [0, 0]
     subject_end = int(at[1]) if len(at) == 2 else None
-    facets = facets_from_record(claim.comparable) or _stored_facets(quotation, subject_end or None)
+    facets = _stored_facets(claim, quotation, subject_end or None)
     return ClaimDraft(
         item_id=claim.item_id,
         subject=Subject(
