@@ -332,7 +332,7 @@ def test_claims_writes_of_a_workspace_are_ordered_on_postgres(pg: Container) -> 
     first, second = planted.first.item_id, planted.second.item_id
     mine = c.repos.claims.list_for_item(ws, first)
     subjects = sorted({x.subject for x in mine})
-    mark = c.repos.claims.last_write(ws)
+    mark, _ = c.repos.claims.candidates(ws, [], exclude_item=first, limit=1)
     seen: list[set[str]] = []
     entered = threading.Event()
 

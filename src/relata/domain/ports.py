@@ -292,8 +292,8 @@ class StageTransaction(Protocol):
         self, after: int, subjects: Sequence[str], *, exclude_item: str, limit: int
     ) -> list[Claim]:
         """Claims of other live items about ``subjects`` written after claims write
-        ``after`` (``ClaimRepository.last_write``): those a stage that read before them
-        has not compared with, the most confident first, at most ``limit``."""
+        ``after`` (the number ``ClaimRepository.candidates`` read): those a stage that read
+        before them has not compared with, the most confident first, at most ``limit``."""
         ...
 
     def record_contradictions(self, found: Sequence[FoundContradiction]) -> int:
@@ -425,16 +425,13 @@ class ClaimRepository(Protocol):
         """Claims of live items about any of ``subjects`` (by the subject index)."""
         ...
 
-    def last_write(self, workspace_id: str) -> int:
-        """The number of the workspace's last committed claims write (0 before the first)."""
-        ...
-
     def candidates(
         self, workspace_id: str, subjects: Sequence[str], *, exclude_item: str, limit: int
     ) -> tuple[int, builtins.list[Claim]]:
-        """``last_write``, then ``list_by_subjects`` read after it in one read: every claim
-        of a write up to that number is among them (later ones may be too); the claims
-        stage compares those written after it in its own write."""
+        """The number of the workspace's last committed claims write (0 before the first),
+        then ``list_by_subjects`` less the item's own, in one read: every claim of a write up
+        to that number is among them (later ones may be too); the claims stage compares
+        those written after it in its own write."""
         ...
 
 

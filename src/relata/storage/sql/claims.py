@@ -9,10 +9,11 @@ dismissed as ``not_a_contradiction`` is not proposed again); one whose content c
 reopened, with the earlier decision kept in its ``history``.
 
 Every claims write first takes the next number of its workspace's ``claim_writes`` row and
-stamps the claims it writes with it. ``claims_written_after`` is what a claims stage reads in
-its own write: the claims other items wrote after the number it saw before listing candidates,
-which it compares too, so two items whose stages ran at once still meet (on PostgreSQL the
-row stays locked until the write commits, which orders the claims writes of a workspace).
+stamps the claims it writes with it. A claims stage reads the last number with its candidates
+(``candidates``); in its own write, ``claims_written_after`` gives the claims other items
+wrote after it, which it compares too, so two items whose stages ran at once still meet (on
+PostgreSQL the row stays locked until the write commits, which orders the claims writes of a
+workspace).
 """
 
 from __future__ import annotations
@@ -140,9 +141,9 @@ def replace_item_claims(
     item_id: str,
     new: Sequence[Claim],
     now: datetime,
-) -> int:
+) -> None:
     """The item's claims become exactly ``new`` (``NotFound`` when the item is gone),
-    stamped with the workspace's next claims write number, which is returned."""
+    stamped with the workspace's next claims write number."""
     for c in new:
         if c.workspace_id != workspace_id or c.item_id != item_id:
             raise ValueError("claim does not belong to the item being replaced")
@@ -185,11 +186,19 @@ def replace_item_claims(
                 for c in new
             ],
         )
-    return seq
 
 
-def _by_subjects(workspace_id: str, subjects: Sequence[str]) -> Any:
-    return (
+def _by_subjects(
+    workspace_id: str,
+    subjects: Sequence[str],
+    limit: int,
+    *,
+    exclude_item: str | None = None,
+    after: int | None = None,
+) -> Any:
+    """Claims of live items about ``subjects`` (the ``(workspace, subject, write_seq)``
+    index), the most confident first: other items' only, written after ``after`` only."""
+    q = (
         sa.select(claims)
         .join(items, items.c.id == claims.c.item_id)
         .where(
@@ -197,7 +206,14 @@ def _by_subjects(workspace_id: str, subjects: Sequence[str]) -> Any:
             claims.c.subject.in_(sorted(set(subjects))[:_ID_BATCH]),
             items.c.deleted_at.is_(None),
         )
+        .order_by(claims.c.confidence.desc(), claims.c.id)
+        .limit(max(1, limit))
     )
+    if exclude_item is not None:
+        q = q.where(claims.c.item_id != exclude_item)
+    if after is not None:
+        q = q.where(claims.c.write_seq > after)
+    return q
 
 
 def claims_written_after(
@@ -209,16 +225,11 @@ def claims_written_after(
     exclude_item: str,
     limit: int,
 ) -> list[Claim]:
-    """Claims of other live items about ``subjects`` written after claims write ``after``
-    (the ``(workspace, subject, write_seq)`` index), the most confident first."""
+    """Claims of other live items about ``subjects`` written after claims write ``after``,
+    the most confident first."""
     if not subjects:
         return []
-    q = (
-        _by_subjects(workspace_id, subjects)
-        .where(claims.c.write_seq > after, claims.c.item_id != exclude_item)
-        .order_by(claims.c.confidence.desc(), claims.c.id)
-        .limit(max(1, limit))
-    )
+    q = _by_subjects(workspace_id, subjects, limit, exclude_item=exclude_item, after=after)
     return [_claim(r) for r in conn.execute(q)]
 
 
@@ -304,10 +315,6 @@ class SqlClaimRepository:
                 conn, self._db.dialect, workspace_id, item_id, new, self._clock.now()
             )
 
-    def last_write(self, workspace_id: str) -> int:
-        with self._db.read() as conn:
-            return last_write(conn, workspace_id)
-
     def candidates(
         self, workspace_id: str, subjects: Sequence[str], *, exclude_item: str, limit: int
     ) -> tuple[int, builtins.list[Claim]]:
@@ -315,12 +322,7 @@ class SqlClaimRepository:
             mark = last_write(conn, workspace_id)
             if not subjects:
                 return mark, []
-            q = (
-                _by_subjects(workspace_id, subjects)
-                .where(claims.c.item_id != exclude_item)
-                .order_by(claims.c.confidence.desc(), claims.c.id)
-                .limit(max(1, limit))
-            )
+            q = _by_subjects(workspace_id, subjects, limit, exclude_item=exclude_item)
             return mark, [_claim(r) for r in conn.execute(q)]
 
     def list_for_item(self, workspace_id: str, item_id: str) -> builtins.list[Claim]:
@@ -345,13 +347,7 @@ class SqlClaimRepository:
         if not subjects:
             ws_filter(claims, workspace_id)
             return []
-        q = (
-            _by_subjects(workspace_id, subjects)
-            .order_by(claims.c.confidence.desc(), claims.c.id)
-            .limit(max(1, limit))
-        )
-        if exclude_item is not None:
-            q = q.where(claims.c.item_id != exclude_item)
+        q = _by_subjects(workspace_id, subjects, limit, exclude_item=exclude_item)
         with self._db.read() as conn:
             return [_claim(r) for r in conn.execute(q)]
 

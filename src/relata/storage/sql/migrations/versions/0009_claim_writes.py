@@ -6,8 +6,8 @@ same subjects. Two items whose stages ran at the same moment did not see each ot
 so a contradiction between them was missed until one was reprocessed. Each claims write now
 takes the next number of its workspace's row in ``claim_writes`` (which on PostgreSQL also
 orders the claims writes of a workspace: the row stays locked until the write commits) and
-stamps its claims with it; a stage remembers the number it read before listing candidates and,
-in its write, compares its claims with those written after that number. Existing claims get
+stamps its claims with it; a stage reads the last number with its candidates and, in its
+write, compares its claims with those written after that number. Existing claims get
 0: they were all written before any stage that runs after this revision read.
 
 ``comparable`` holds a claim's facets exactly as the detector compares them
