@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -20,7 +21,7 @@ from relata.claims.facets import extract_facets, facets_from_record, facets_reco
 from relata.claims.stage import draft_of
 from relata.config.settings import Settings
 from relata.domain.cancel import Cancel
-from relata.domain.models import Contradiction
+from relata.domain.models import AliasStatus, Contradiction
 from relata.domain.vocabulary import ContradictionStatus, Resolution, StageKind
 from relata.ids import new_id
 from relata.ingest.service import IngestRequest
@@ -368,3 +369,48 @@ def test_stored_claims_keep_the_facets_they_were_compared_with(c: Container) -> 
         bare = dataclasses.replace(claim, id=new_id(), comparable=None)
         reread = extract_facets(claim.quotation or "", subject_end=at[1] or None)
         assert draft_of(bare).facets == reread
+
+
+def test_claims_about_a_confirmed_alias_meet_and_other_subjects_are_not_read(
+    c: Container, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two names a person confirmed as one subject are compared as one; the candidates read
+    are the subjects the item's assertive claims are about (and their aliases), not every
+    entity the item names (a question about Halden asserts nothing to compare)."""
+    ws = workspace_id(c)
+    texts = {
+        "first.txt": "The Meridian Tidal Institute (MTI) began operating in March 2019. "
+        "Did its director move to Halden in 2015?",
+        "second.txt": "The MTI began operating in June 2021. Halden is a town in Norway.",
+    }
+    for name, text in texts.items():
+        c.ingest.ingest(ws, IngestRequest(data=text.encode(), filename=name))
+    drain(c)
+    assert [x for x in c.claims.contradictions(ws) if x.facet == "date"] == []
+    [alias] = [
+        a
+        for a in c.entities.aliases(ws)
+        if a.entity is not None
+        and a.other is not None
+        and {a.entity.name, a.other.name} == {"Meridian Tidal Institute", "MTI"}
+    ]
+    c.entities.decide(ws, alias.alias.id, AliasStatus.CONFIRMED, by="reviewer")
+    read: list[list[str]] = []
+    real = c.repos.claims.candidates
+
+    def spy(workspace_id: str, subjects: list[str], **kw: Any) -> Any:
+        read.append(list(subjects))
+        return real(workspace_id, subjects, **kw)
+
+    by_name = {i.original_filename: i.id for i in c.items.list(ws)}
+    monkeypatch.setattr(c.repos.claims, "candidates", spy)
+    result = _claims_stage(c).run(StagePayload(ws, by_name["first.txt"], 2), Cancel())
+    with SqlUnitOfWork(c.db, c.clock).begin(ws) as tx:
+        assert result.write is not None
+        result.write(tx)
+    [found] = [x for x in c.claims.contradictions(ws) if x.facet == "date"]
+    assert {found.first.item_id, found.second.item_id} == set(by_name.values())
+    assert {found.first.quotation, found.second.quotation} >= {
+        "The MTI began operating in June 2021."
+    }
+    assert len(read) == 1 and not any("halden" in s for s in read[0]), read

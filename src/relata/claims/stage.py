@@ -239,7 +239,7 @@ class ClaimStage:
         # ``mark``: the claims write the candidates were read at (None: nothing to compare).
         # Claims written after it are compared in the write (``_caught_up``), where no other
         # item's claims write can come between.
-        found, mark = self._contradictions(ws, item_id, drafts, canonical, pairs)
+        found, mark, subjects = self._contradictions(ws, item_id, drafts, canonical, pairs)
         if model is not None and pairs is not None:
             found = _with_judgements(found, model.judge(pairs))
         cancel.raise_if_cancelled()
@@ -270,9 +270,7 @@ class ClaimStage:
         def write(tx: StageTransaction) -> None:
             tx.replace_claims(item_id, claims)
             late = (
-                tx.claims_written_after(
-                    mark, _subjects(drafts, canonical), exclude_item=item_id, limit=MAX_CANDIDATES
-                )
+                tx.claims_written_after(mark, subjects, exclude_item=item_id, limit=MAX_CANDIDATES)
                 if mark is not None
                 else []
             )
@@ -311,24 +309,28 @@ class ClaimStage:
         drafts: Sequence[ClaimDraft],
         canonical: dict[str, str],
         unflagged: CandidatePairs | None = None,
-    ) -> tuple[list[FoundContradiction], int | None]:
+    ) -> tuple[list[FoundContradiction], int | None, list[str]]:
         """The facet rules' contradictions between the item's claims and the stored claims
-        of other items about the same subjects, and the claims write those were read at
-        (None when the item asserts nothing to compare); the pairs they did not flag are
-        offered to ``unflagged`` (the model's candidates) when given."""
+        of other items about the same subjects, the claims write those were read at (None
+        when the item asserts nothing to compare) and the subject keys read; the pairs they
+        did not flag are offered to ``unflagged`` (the model's candidates) when given."""
         mine = _grouped(drafts, canonical)
         if not mine:
-            return [], None
+            return [], None, []
+        subjects = _subjects(mine, canonical)
         mark, stored = self._claims.candidates(
-            ws, _subjects(drafts, canonical), exclude_item=item_id, limit=MAX_CANDIDATES
+            ws, subjects, exclude_item=item_id, limit=MAX_CANDIDATES
         )
         theirs = _grouped(map(draft_of, stored), canonical, MAX_GROUP)
-        return _compared(mine, theirs, unflagged), mark
+        return _compared(mine, theirs, unflagged), mark, subjects
 
 
-def _subjects(drafts: Sequence[ClaimDraft], canonical: dict[str, str]) -> list[str]:
-    """The subject keys whose stored claims are candidates: the item's and their aliases'."""
-    return sorted(set(canonical) | {d.subject.key for d in drafts})
+def _subjects(mine: dict[str, list[ClaimDraft]], canonical: dict[str, str]) -> list[str]:
+    """The subject keys whose stored claims are candidates: those of the groups the item's
+    assertive claims are compared under (each group's key and its members, the confirmed
+    aliases). Another subject's stored claims would be grouped where no claim of the item
+    meets them, so they are not read."""
+    return sorted({k for k, group in canonical.items() if group in mine} | set(mine))
 
 
 def _grouped(
