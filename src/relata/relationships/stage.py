@@ -484,10 +484,14 @@ class RelationshipStage:
         own = self._claims.list_for_item(ws, me)
         if not own:
             return
+        # Only an assertive claim can agree (``agreement``): the others' subjects are not read.
+        drafts = {claim.id: draft_of(claim) for claim in own}
         by_subject: dict[str, list[Claim]] = defaultdict(list)
         for claim in own:
-            by_subject[claim.subject].append(claim)
-        drafts = {claim.id: draft_of(claim) for claim in own}
+            if drafts[claim.id].facets.assertive:
+                by_subject[claim.subject].append(claim)
+        if not by_subject:
+            return
         for theirs in self._claims.list_by_subjects(
             ws, sorted(by_subject), exclude_item=me, limit=MAX_CLAIMS
         ):
