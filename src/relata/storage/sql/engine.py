@@ -66,7 +66,17 @@ def _sqlite_engine(url: sa.URL) -> Engine:
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
         mode = "IMMEDIATE" if conn.get_execution_options().get(_WRITE_OPTION) else "DEFERRED"
-        conn.exec_driver_sql(f"BEGIN {mode}")
+        statement = f"BEGIN {mode}"
+        # Straight to the driver: through ``exec_driver_sql`` a BEGIN cost as much of
+        # SQLAlchemy's execution machinery as a real query, and every read and write opens
+        # one. A driver error is raised as SQLAlchemy would have wrapped it, so that
+        # ``Database.read``/``write`` still map a lock held past the timeout to ``Busy``.
+        try:
+            conn.connection.dbapi_connection.execute(statement)  # type: ignore[union-attr]
+        except pysqlite3.Error as exc:
+            raise sa.exc.DBAPIError.instance(
+                statement, None, exc, pysqlite3.Error, dialect=engine.dialect
+            ) from exc
 
     return engine
 
