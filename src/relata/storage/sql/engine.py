@@ -5,7 +5,9 @@ sqlite-vec is an extension), in WAL mode with foreign keys on and a busy timeout
 pysqlite driver would otherwise issue its own deferred ``BEGIN`` lazily; we take over
 transaction control so that write transactions start with ``BEGIN IMMEDIATE``: a deferred
 transaction that later writes can fail with SQLITE_BUSY without waiting, which is exactly
-the race two job workers would hit.
+the race two job workers would hit. The ``BEGIN`` goes straight to the driver's connection
+(a driver error wrapped as SQLAlchemy wraps one): every read and write opens a transaction,
+and through SQLAlchemy's execution path a ``BEGIN`` cost as much as a query.
 
 The busy timeout is 10 s unless the SQLite URL says otherwise (``sqlite:///x.db?timeout=0.5``,
 seconds, SQLAlchemy's own parameter). A lock held past it, and PostgreSQL's lock, deadlock,
