@@ -410,7 +410,8 @@ def test_claims_about_a_confirmed_alias_meet_and_other_subjects_are_not_read(
         result.write(tx)
     [found] = [x for x in c.claims.contradictions(ws) if x.facet == "date"]
     assert {found.first.item_id, found.second.item_id} == set(by_name.values())
-    assert {found.first.quotation, found.second.quotation} >= {
-        "The MTI began operating in June 2021."
+    assert "The MTI began operating in June 2021." in {
+        found.first.quotation,
+        found.second.quotation,
     }
-    assert len(read) == 1 and not any("halden" in s for s in read[0]), read
+    assert read == [["meridian tidal institute", "mti"]], read  # both names, not Halden
