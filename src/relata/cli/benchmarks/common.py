@@ -154,7 +154,8 @@ class StatementCounter:
     (the benchmark's own work and polling: ``own``) and every other thread (the worker pool's
     workers and lease keeper: ``others``).
 
-    A statement is one cursor execution: SQLite's explicit ``BEGIN`` counts, an
+    A statement is one cursor execution: SQLite's explicit ``BEGIN`` counts (the engine
+    sends it straight to the driver, so it is counted from the ``begin`` event), an
     ``executemany`` counts once, and ``COMMIT`` is not a statement but ends a transaction.
     """
 
@@ -165,6 +166,8 @@ class StatementCounter:
         # [statements, transactions] of the owner thread and of the others.
         self._own = [0, 0]
         self._others = [0, 0]
+        # PostgreSQL's driver opens its transactions implicitly; SQLite's BEGIN is a statement.
+        self._explicit_begin = engine.dialect.name == "sqlite"
 
     def _bump(self, index: int) -> None:
         tally = self._own if threading.get_ident() == self._owner else self._others
@@ -190,6 +193,8 @@ class StatementCounter:
     def __enter__(self) -> StatementCounter:
         event.listen(self._engine, "before_cursor_execute", self._on_statement)
         event.listen(self._engine, "commit", self._on_commit)
+        if self._explicit_begin:
+            event.listen(self._engine, "begin", self._on_statement)
         return self
 
     def __exit__(
@@ -200,6 +205,8 @@ class StatementCounter:
     ) -> None:
         event.remove(self._engine, "before_cursor_execute", self._on_statement)
         event.remove(self._engine, "commit", self._on_commit)
+        if self._explicit_begin:
+            event.remove(self._engine, "begin", self._on_statement)
 
 
 # ---------------------------------------------------------------- the report
