@@ -165,6 +165,11 @@ class Database:
             with conn.begin():
                 yield conn
 
+    @staticmethod
+    def is_write(conn: Connection) -> bool:
+        """Whether ``conn`` was opened by ``write`` (its changes may yet be rolled back)."""
+        return bool(conn.get_execution_options().get(_WRITE_OPTION))
+
     def ping(self) -> None:
         with self.read() as conn:
             conn.execute(sa.text("SELECT 1"))

@@ -42,10 +42,11 @@ import math
 import re
 import threading
 import unicodedata
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from types import MappingProxyType
 from typing import Any
 
 import sqlalchemy as sa
@@ -77,6 +78,9 @@ _BM25_B = 0.75
 _BM25_MIN_IDF = 1e-6  # a term in more than half the rows would get a negative IDF
 # Distinct query terms whose index tokens are remembered (per tokenizer) before starting over.
 _TOKEN_CACHE_TERMS = 4096
+#: Per connection, the row sizes of this many (index, workspace) pairs are remembered.
+_SIZES_REMEMBERED = 8
+_SIZES_KEY = "relata_bm25_row_sizes"
 
 # The 33-word English stop set of Lucene's classic analyzers: function words that occur in
 # nearly every document, so they add no ranking signal, yet an OR over them touches the whole
@@ -212,20 +216,22 @@ class SqlTextSearch:
             return []
         filters = item_filters(source_type, created_from, created_to)
         if self._db.dialect == "sqlite":
-            return self._sqlite_items(terms, scope, filters, limit)
+            return self._sqlite_items(self._item_leg(workspace_id, scope, filters), terms, limit)
         return self._pg_items(terms, [*scope, *filters], limit)
 
-    def _sqlite_items(
-        self, terms: list[str], scope: list[Any], filters: list[Any], limit: int
-    ) -> list[TextHit]:
-        leg = _Bm25Leg(
+    def _item_leg(self, workspace_id: str, scope: list[Any], filters: list[Any]) -> _Bm25Leg:
+        """BM25 over ``items_fts`` with ``scope``'s statistics (the workspace's live items)."""
+        return _Bm25Leg(
             fts="items_fts",
+            workspace_id=workspace_id,
             rowid=_fts("items.rowid"),
             source=items,
             scope=scope,
             passes=filters,
             weights={"title": self._title_weight, "text": 1.0},
         )
+
+    def _sqlite_items(self, leg: _Bm25Leg, terms: list[str], limit: int) -> list[TextHit]:
         fts = _fts("items_fts")
         with self._db.read() as conn:
             page = leg.top(conn, terms, limit)
@@ -326,7 +332,7 @@ class SqlTextSearch:
         if not terms:
             return []
         if self._db.dialect == "sqlite":
-            return self._sqlite_chunks(terms, scope, filters, limit)
+            return self._sqlite_chunks(workspace_id, terms, scope, filters, limit)
         return self._pg_chunks(terms, [*scope, *filters], limit)
 
     # ------------------------------------------------------------------ phrases
@@ -469,10 +475,16 @@ class SqlTextSearch:
         return list(kept.values())
 
     def _sqlite_chunks(
-        self, terms: list[str], scope: list[Any], filters: list[Any], limit: int
+        self,
+        workspace_id: str,
+        terms: list[str],
+        scope: list[Any],
+        filters: list[Any],
+        limit: int,
     ) -> list[ChunkTextHit]:
         leg = _Bm25Leg(
             fts="chunks_fts",
+            workspace_id=workspace_id,
             rowid=_fts("chunks.rowid"),
             source=chunks.join(items, items.c.id == chunks.c.item_id),
             scope=scope,
@@ -563,14 +575,17 @@ class _Bm25Leg:
     filters (type, dates, item ids): they decide only which rows are returned, so a filter
     never changes a row's score. ``weights`` maps FTS5 column names to BM25 column weights.
 
-    Cost, per query: one read of the workspace's row sizes (an index range plus a primary-key
-    lookup per row) and one seek per query token in the vocabulary, whose postings are
-    filtered here against the workspace's rows. Both are read through the DB-API cursor of
-    the same transaction: they are the bulk of the work, and SQLAlchemy rows cost more than
-    the reads themselves. The highlighter then runs on the page only (see the callers).
+    Cost, per query: the workspace's row sizes (an index range plus a primary-key lookup per
+    row), unless this connection read them at the same snapshot of the database before
+    (``_snapshot``: remembered per connection), and one seek per query token in the
+    vocabulary, whose postings are filtered here against the workspace's rows. Both are read
+    through the DB-API cursor of the same transaction: they are the bulk of the work, and
+    SQLAlchemy rows cost more than the reads themselves. The highlighter then runs on the
+    page only (see the callers).
     """
 
     fts: str
+    workspace_id: str
     rowid: Any
     source: Any
     scope: list[Any]
@@ -611,15 +626,31 @@ class _Bm25Leg:
                 scores[doc] = scores.get(doc, 0.0) + idf * ((f * (k1 + 1.0)) / (f + norm))
         return heapq.nsmallest(limit, scores.items(), key=lambda ds: (-ds[1], ds[0]))
 
-    def _lengths(self, conn: sa.Connection) -> dict[int, int]:
-        """rowid -> tokens (all columns) of every live row of the workspace."""
+    def _lengths(self, conn: sa.Connection) -> Mapping[int, int]:
+        """rowid -> tokens (all columns) of every live row of the workspace: read, or
+        remembered by this connection from an earlier read at the same snapshot."""
+        snapshot = _snapshot(conn)
+        remembered: OrderedDict[tuple[str, str], tuple[tuple[int, int], Mapping[int, int]]]
+        remembered = conn.connection.info.setdefault(_SIZES_KEY, OrderedDict())
+        key = (self.fts, self.workspace_id)
+        if snapshot is not None:
+            hit = remembered.get(key)
+            if hit is not None and hit[0] == snapshot:
+                remembered.move_to_end(key)
+                return hit[1]
         docsize = sa.table(f"{self.fts}_docsize", sa.column("id"), sa.column("sz"))
         query = (
             sa.select(docsize.c.id, docsize.c.sz)
             .select_from(self.source.join(docsize, docsize.c.id == self.rowid))
             .where(*self.scope)
         )
-        return {doc: _token_count(sz) for doc, sz in _driver_rows(conn, query)}
+        lengths = MappingProxyType({doc: _token_count(sz) for doc, sz in _driver_rows(conn, query)})
+        if snapshot is not None:
+            remembered[key] = (snapshot, lengths)
+            remembered.move_to_end(key)
+            while len(remembered) > _SIZES_REMEMBERED:
+                remembered.popitem(last=False)
+        return lengths
 
     def _passing(self, conn: sa.Connection) -> set[int] | None:
         """The workspace's rows the filters keep; ``None`` when there are no filters."""
@@ -729,6 +760,25 @@ def _driver_rows(conn: sa.Connection, query: Any) -> list[Any]:
     assert driver is not None
     rows: list[Any] = driver.execute(str(compiled), args).fetchall()
     return rows
+
+
+def _snapshot(conn: sa.Connection) -> tuple[int, int] | None:
+    """What identifies the database as ``conn``'s transaction sees it, or None in a write
+    transaction (its own changes may yet be rolled back).
+
+    ``PRAGMA data_version`` changes when another connection has committed since this
+    connection's previous read transaction; read inside a transaction it opens the read
+    snapshot (WAL) and stays fixed for the rest of it, whatever others commit meanwhile.
+    This connection's own commits do not change it but do change ``total_changes()``. The
+    pair therefore changes whenever the data this transaction sees may differ from what an
+    earlier transaction of the same connection saw (docs/decisions/0021)."""
+    if Database.is_write(conn):
+        return None
+    driver = conn.connection.driver_connection
+    assert driver is not None
+    (version,) = driver.execute("PRAGMA data_version").fetchone()
+    (changes,) = driver.execute("SELECT total_changes()").fetchone()
+    return int(version), int(changes)
 
 
 @functools.lru_cache(maxsize=65536)
