@@ -33,6 +33,7 @@ from relata.domain.ports import ItemRepository
 from relata.domain.vocabulary import RelationshipType
 from relata.ids import content_hash, new_id
 from relata.relationships.evidence import relationship_key
+from relata.relationships.explain import followed
 from relata.storage.sql import migrate
 from relata.storage.sql.accounts import SqlWorkspaceRepository
 from relata.storage.sql.engine import Database
@@ -494,6 +495,31 @@ def test_list_for_items_takes_either_endpoint_best_first_without_rejected(
     assert [r.id for r in s.rels.list_for_items(s.ws, [a], limit=2)] == [ids["q"], ba]
     assert [r.id for r in s.rels.list_for_items(s.ws, [b])] == [ba]  # as the target too
     assert s.rels.list_for_items(s.ws, []) == []
+
+
+def test_list_for_items_followed_from_keeps_what_search_expands_along(store: Store) -> None:
+    """Confirmed and edited ones whatever their score, unreviewed ones from the threshold on,
+    never a rejected one: in the query, the same as reading all and keeping ``followed``."""
+    s = store
+    a, b = s.item(), s.item()
+    ids = _scored(s, a, {"weak": 0.1, "edge": 0.3, "strong": 0.8, "no": 0.9, "ok": 0.05})
+    s.replace(b, [proposal(s.ws, b, a, score=0.2)])
+    ba = s.only(a, b).id
+    s.rels.review(s.ws, ids["no"], ReviewStatus.REJECTED, by="x")
+    s.rels.review(s.ws, ids["ok"], ReviewStatus.CONFIRMED, by="x")
+    s.rels.review(s.ws, ba, ReviewStatus.EDITED, by="x", relationship_type=RelationshipType.UPDATES)
+    got = [r.id for r in s.rels.list_for_items(s.ws, [a], followed_from=0.3)]
+    assert got == [ids["strong"], ids["edge"], ba, ids["ok"]]
+    assert [r.id for r in s.rels.list_for_items(s.ws, [a]) if followed(r)] == [
+        ids["strong"],
+        ids["edge"],
+        ba,
+        ids["ok"],
+    ]  # with the search's own threshold (0.30): the same rows
+    assert [r.id for r in s.rels.list_for_items(s.ws, [b], followed_from=0.9)] == [ba]
+    assert [r.id for r in s.rels.list_for_items(s.ws, [a], followed_from=0.3, limit=1)] == [
+        ids["strong"]
+    ]
 
 
 def test_delete_for_item_removes_its_relationships_and_their_index(store: Store) -> None:

@@ -480,9 +480,12 @@ class RelationshipRepository(Protocol):
         include_rejected: bool = False,
         limit: int = 1000,
         light: bool = False,
+        followed_from: float | None = None,
     ) -> builtins.list[Relationship]:
         """Relationships with either endpoint in ``item_ids``, best score first (id breaks
-        ties); rejected ones only when asked; ``light``: without features and evidence."""
+        ties); rejected ones only when asked; ``light``: without features and evidence;
+        ``followed_from``: only those a person confirmed or edited, or unreviewed ones
+        scoring at least this (what search expands along)."""
         ...
 
     def queue(

@@ -45,6 +45,7 @@ from relata.ranking.fusion import (
     fuse,
 )
 from relata.relationships.explain import evidence_phrases, followed, standing
+from relata.relationships.scoring import STRONG_THRESHOLD
 
 MAX_QUERY_CHARS = 1000
 MAX_LIMIT = 100
@@ -427,7 +428,10 @@ class SearchService:
             timings[SearchLeg.RELATIONSHIP] = _ms(t0)
             return []
         rels = self._relationships.list_for_items(
-            workspace_id, seeds, limit=EXPANSION_PER_SEED * len(seeds)
+            workspace_id,
+            seeds,
+            limit=EXPANSION_PER_SEED * len(seeds),
+            followed_from=STRONG_THRESHOLD,
         )
         titles = {
             it.id: it.title

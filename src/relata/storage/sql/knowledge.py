@@ -326,26 +326,41 @@ class SqlRelationshipRepository:
         include_rejected: bool = False,
         limit: int = 1000,
         light: bool = False,
+        followed_from: float | None = None,
     ) -> builtins.list[Relationship]:
         """Relationships with either endpoint among ``item_ids`` (the first 500 distinct),
         best score first, id breaking ties; rejected ones only when asked. ``light`` leaves
         out the features and the evidence (the bulk of a row): for callers that need only
-        the endpoints, score and decision."""
+        the endpoints, score and decision. ``followed_from`` keeps, in the query, only the
+        relationships a person confirmed or edited and the unreviewed ones scoring at least
+        that: search's expansion reads no row it would not follow."""
         ids = sorted(set(item_ids))[:_ID_BATCH]
         if not ids:
             ws_filter(relationships, workspace_id)
             return []
+        status = relationships.c.review_status
+        wanted = (
+            [
+                sa.or_(
+                    status.in_([ReviewStatus.CONFIRMED.value, ReviewStatus.EDITED.value]),
+                    sa.and_(status == _UNREVIEWED, relationships.c.score >= followed_from),
+                )
+            ]
+            if followed_from is not None
+            else []
+        )
         # Two indexed lookups, not one OR: SQLite plans ``source IN .. OR target IN ..`` (and
         # ``id IN <many>`` beside the workspace filter) as a walk of the whole workspace's
         # relationships, which grows with the workspace. Ordered and filtered here.
         columns = [c for c in relationships.c if not (light and c.name in ("features", "evidence"))]
         by_source = sa.select(*columns).where(
-            ws_filter(relationships, workspace_id), relationships.c.source_id.in_(ids)
+            ws_filter(relationships, workspace_id), relationships.c.source_id.in_(ids), *wanted
         )
         by_target = sa.select(*columns).where(
             ws_filter(relationships, workspace_id),
             relationships.c.target_id.in_(ids),
             relationships.c.source_id.not_in(ids),
+            *wanted,
         )
         with self._db.read() as conn:
             rows = list(conn.execute(sa.union_all(by_source, by_target)))
