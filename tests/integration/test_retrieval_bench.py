@@ -66,6 +66,12 @@ def test_retrieval_bench_scores_the_search_service_and_reuses_its_cache(
     assert first["ndcg@10"] == 1.0 and first["mrr@10"] == 1.0 and first["recall@100"] == 1.0
     assert set(first["legs_alone"]) == {"text", "chunk_text"}  # no vector leg without a model
     assert "fused: ndcg@10 1.0000" in out and "chunk_text alone:" in out
+    # Where the timed run's time went: the service's steps, and its CPU beside its wall time.
+    assert {"text", "chunk_text", "entity", "relationship", "excerpts"} <= set(first["steps_ms"])
+    assert "vector" not in first["steps_ms"]  # no model: the leg did not run
+    assert all(0 <= v["p50"] <= v["p95"] for v in first["steps_ms"].values())
+    assert first["timed_run"]["wall_s"] > 0 and first["timed_run"]["cpu_s"] > 0
+    assert "timed run (page of 10):" in out
     assert not (tmp_path / "data" / "relata.db").exists()  # the configured data dir is untouched
 
     second, _ = _bench(dataset, cache, capsys)

@@ -253,7 +253,10 @@ def _run_queries(
     *,
     legs: frozenset[str] | None,
     limit: int,
+    stages: dict[str, list[float]] | None = None,
 ) -> tuple[dict[str, list[str]], list[float]]:
+    """Each query through the search service: its results (corpus ids) and wall-clock
+    latency; ``stages`` collects the service's own timing of each of its steps."""
     run: dict[str, list[str]] = {}
     latencies: list[float] = []
     for qid, text in queries.items():
@@ -261,6 +264,9 @@ def _run_queries(
         resp = c.search.search(workspace_id, SearchQuery(text=text, limit=limit, legs=legs))
         latencies.append((time.perf_counter() - t0) * 1000)
         run[qid] = [ids[r.item.id] for r in resp.results if r.item.id in ids]
+        if stages is not None:
+            for step, ms in resp.timings_ms.items():
+                stages.setdefault(step, []).append(ms)
     return run, latencies
 
 
@@ -280,11 +286,24 @@ def run_retrieval_bench(base: Settings, opts: BenchOptions, progress: Progress) 
         run, _ = _run_queries(c, ws.id, queries, ids, legs=None, limit=100)
         report = evaluate(run, qrels)
         progress("timing the fused search at the API's default page size (10)")
-        _, latencies = _run_queries(c, ws.id, queries, ids, legs=None, limit=10)
+        steps: dict[str, list[float]] = {}
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        _, latencies = _run_queries(c, ws.id, queries, ids, legs=None, limit=10, stages=steps)
+        cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
         out: dict[str, Any] = {
             **report.as_dict(),
             "p50_ms": round(percentile(latencies, 50), 2),
             "p95_ms": round(percentile(latencies, 95), 2),
+            # The timed run as a whole (all threads of the process), and where a query's time
+            # goes: the service's own timing of each step (the legs run side by side).
+            "timed_run": {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2)},
+            "steps_ms": {
+                step: {
+                    "p50": round(percentile(ms, 50), 2),
+                    "p95": round(percentile(ms, 95), 2),
+                }
+                for step, ms in sorted(steps.items())
+            },
             "corpus_items": len(ids),
             "split": opts.split,
             "fusion": {"k": c.settings.rrf_k, "weights": dict(c.search.fusion_weights)},
@@ -326,6 +345,12 @@ def _lines(report: dict[str, Any]) -> list[str]:
         f"mrr@10 {r['mrr@10']:.4f}  p50 {r['p50_ms']} ms  p95 {r['p95_ms']} ms  "
         f"({r['queries']} queries, {r['corpus_items']} items, cache {r['cache']})"
     ]
+    if "timed_run" in r:
+        lines.append(
+            f"timed run (page of 10): {r['timed_run']['wall_s']} s wall, "
+            f"{r['timed_run']['cpu_s']} s CPU; per step p50/p95 ms: "
+            + ", ".join(f"{k} {v['p50']}/{v['p95']}" for k, v in r["steps_ms"].items())
+        )
     for leg, s in r.get("legs_alone", {}).items():
         lines.append(
             f"{leg + ' alone:':<18} ndcg@10 {s['ndcg@10']:.4f}  recall@100 {s['recall@100']:.4f}"
