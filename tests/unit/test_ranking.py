@@ -17,6 +17,9 @@ from relata.ranking.fusion import (
     NOTE_ONLY_RELATIONSHIP,
     NOTE_ONLY_TERMS,
 )
+from relata.ranking.fusion import (
+    SECONDARY_LEGS as SECONDARY,
+)
 
 EQUAL = FusionConfig(k=60, weights=dict.fromkeys(LEGS, 1.0))
 
@@ -91,6 +94,34 @@ def test_a_zero_weight_leg_is_explained_but_alone_is_no_evidence() -> None:
     assert contributions == {"text": 1 / 61, "entity": 0.0}
 
 
+def test_secondary_legs_explain_direct_hits_without_reordering_them() -> None:
+    """An entity or relationship vote never lifts one direct hit over another; it explains
+    it, and it still ranks what only a secondary leg found."""
+    legs = {
+        "text": hits("a", "b", "c"),
+        "entity": [LegHit("c", reasons=("mentions X (term)",)), LegHit("alias-only")],
+        "relationship": [LegHit("b", reasons=("related to result 1",)), LegHit("linked")],
+    }
+    result = fuse(legs, FusionConfig())  # the default weights: entity 0.1, relationship 0.05
+    assert order(result) == ["a", "b", "c", "alias-only", "linked"]
+    by_id = {r.id: r for r in result.results}
+    assert by_id["c"].score == 1 / 63  # the text vote alone
+    entity = by_id["c"].explanation.legs[-1]
+    assert (entity.leg, entity.rank, entity.contribution) == ("entity", 1, 0.0)
+    assert "mentions X (term)" in by_id["c"].explanation.notes
+    assert by_id["b"].explanation.legs[-1].contribution == 0.0
+    assert by_id["alias-only"].score == 0.1 / 62  # found by the entity leg alone: its vote
+    assert by_id["alias-only"].explanation.notes[0] == NOTE_ONLY_ENTITY
+    # Equal weights do not change that: "c" and "b" stay below "a".
+    assert [i for i in order(fuse(legs, EQUAL)) if i in "abc"] == ["a", "b", "c"]
+    # Counted as secondary only where configured: with none, the votes reorder.
+    plain = FusionConfig(k=60, weights=dict.fromkeys(LEGS, 1.0), secondary=frozenset())
+    assert order(fuse(legs, plain))[0] != "a"
+    # A direct leg at weight 0 is no direct evidence: the secondary votes count.
+    muted = FusionConfig(k=60, weights={**dict.fromkeys(LEGS, 1.0), "text": 0.0})
+    assert by_id["c"].id in order(fuse(legs, muted))[:2]
+
+
 def test_the_order_is_stable_whatever_the_input_order() -> None:
     legs = {
         "text": hits("a", "b", "c", "d"),
@@ -153,8 +184,10 @@ def test_contributions_sum_to_the_fused_score_and_ranks_are_ordered(
     assert [r.rank for r in result.results] == list(range(1, len(scores) + 1))
     for r in result.results:
         assert sum(c.contribution for c in r.explanation.legs) == r.score
+        direct = any(c.contribution > 0 for c in r.explanation.legs if c.leg not in SECONDARY)
         for c in r.explanation.legs:
-            assert c.contribution == c.weight / (k + c.rank)
+            voted = c.weight / (k + c.rank)
+            assert c.contribution == (0.0 if direct and c.leg in SECONDARY else voted)
     assert set(result.absent_legs) == {leg for leg in LEGS if legs.get(leg) is None}
 
 

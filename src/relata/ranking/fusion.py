@@ -6,6 +6,14 @@ its fused score is the sum over the legs that found it (Cormack, Clarke & Büttc
 ranks matter, so legs whose raw scores live on different scales (BM25, cosine similarity) fuse
 without calibration; the raw scores are kept only to explain the result.
 
+The entity and relationship legs are **secondary**: their candidates are not evidence of
+relevance to the query itself (an item naming the query's entity, an item related to another
+result), so they add what the direct legs (text, chunk_text, vector) did not find and explain
+what those did find, but never reorder the direct hits: on an item a direct leg found with a
+vote, a secondary leg's contribution is 0 (its rank and reasons stay in the explanation).
+Giving them a vote there cost ranking quality on every weight tried (docs/benchmarks.md,
+retrieval; docs/decisions/0013).
+
 Ordering is deterministic: fused score (descending; sums equal to 12 significant digits tie),
 then the largest single-leg contribution, then the best single-leg rank, then the id. A leg
 that was not run (``None`` or missing from the input: e.g. no embedder) contributes nothing and
@@ -15,6 +23,7 @@ candidate found only by zero-weight legs has no evidence and is dropped.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,6 +44,8 @@ DEFAULT_K = 60
 # (items related to the first results) are not evidence of relevance to the query itself: a
 # larger vote reorders the direct hits (SciFact nDCG@10 0.669 at 0.5 / 0.25, 0.719 at
 # 0.1 / 0.05, 0.727 at 0 / 0; docs/benchmarks.md, retrieval), so each gets a small one.
+#: Legs that add and explain but never reorder what the direct legs found (module docstring).
+SECONDARY_LEGS: frozenset[str] = frozenset({SearchLeg.ENTITY, SearchLeg.RELATIONSHIP})
 DEFAULT_WEIGHTS: Mapping[str, float] = MappingProxyType(
     {
         SearchLeg.TEXT: 1.0,
@@ -68,11 +79,12 @@ class LegHit:
 class FusionConfig:
     k: float = DEFAULT_K
     weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
+    secondary: frozenset[str] = SECONDARY_LEGS
 
     def __post_init__(self) -> None:
         if not math.isfinite(self.k) or self.k < 0:
             raise ValueError("k must be a finite number >= 0")
-        unknown = set(self.weights) - set(LEGS)
+        unknown = (set(self.weights) | set(self.secondary)) - set(LEGS)
         if unknown:
             raise ValueError(f"unknown legs in weights: {sorted(unknown)}")
         for leg, w in self.weights.items():
@@ -154,6 +166,19 @@ def _notes(found_by: set[str], present: set[str]) -> tuple[str, ...]:
     return ()
 
 
+def _without_reordering(
+    contributions: list[LegContribution], secondary: frozenset[str]
+) -> list[LegContribution]:
+    """``contributions``, with every secondary leg's at 0 when a direct leg voted for the
+    item (it stays, rank and reasons, as an explanation)."""
+    direct = any(c.contribution > 0 for c in contributions if c.leg not in secondary)
+    if not direct:
+        return contributions
+    return [
+        dataclasses.replace(c, contribution=0.0) if c.leg in secondary else c for c in contributions
+    ]
+
+
 def fuse(
     legs: Mapping[str, Sequence[LegHit] | None], config: FusionConfig | None = None
 ) -> FusionResult:
@@ -194,7 +219,8 @@ def fuse(
             )
 
     scored: list[tuple[tuple[float, float, int, str], str, float, Explanation]] = []
-    for item_id, contributions in found.items():
+    for item_id, found_by in found.items():
+        contributions = _without_reordering(found_by, config.secondary)
         score = sum(c.contribution for c in contributions)
         if score <= 0:
             continue

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
+from relata.claims.words import STOP_WORDS
 from relata.domain.cancel import Cancel
 from relata.domain.errors import Unavailable, ValidationError
 from relata.domain.models import Chunk, Entity, Item, SourceType
@@ -68,14 +69,25 @@ _WORD = re.compile(r"[\w][\w'’.&-]*")
 UNAVAILABLE = "unavailable"
 
 
+def _function_word(word: str) -> bool:
+    """A word that names nothing as the query writes it: an English function word ("of",
+    "is", "no"), unless written in capitals ("NO", nitric oxide; "ARE", an AU-rich element)."""
+    return word.casefold() in STOP_WORDS and not (len(word) > 1 and word.isupper())
+
+
 def query_keys(text: str) -> set[str]:
     """The normalised keys of the query's word n-grams (1 to ``MAX_NGRAM_WORDS`` words of
-    its first ``MAX_QUERY_WORDS``): what the entity leg looks up."""
+    its first ``MAX_QUERY_WORDS``): what the entity leg looks up. An n-gram of function words
+    only is not looked up: "of" or "are" in a sentence must not match an acronym ("OF",
+    "ARE") that the extractor found in some document's capitals."""
     words = _WORD.findall(text)[:MAX_QUERY_WORDS]
     keys: set[str] = set()
     for size in range(1, MAX_NGRAM_WORDS + 1):
         for start in range(0, len(words) - size + 1):
-            key = normalise_name(" ".join(words[start : start + size]))
+            gram = words[start : start + size]
+            if all(_function_word(w) for w in gram):
+                continue
+            key = normalise_name(" ".join(gram))
             if key:
                 keys.add(key)
     return keys
