@@ -9,6 +9,7 @@ from typing import Any
 
 from relata.cli.common import add_workspace_option, clip_words, open_container, plural
 from relata.domain.models import SourceType
+from relata.ranking.fusion import SECONDARY_LEGS
 from relata.schemas.search import parse_legs, to_out
 from relata.search.service import SearchQuery, SearchResponse
 
@@ -77,6 +78,8 @@ def _print(resp: SearchResponse, explain: bool) -> None:
                     extra = f", similarity {leg.similarity:.3f}"
                 if leg.matched_terms:
                     extra += f", terms: {', '.join(leg.matched_terms[:8])}"
+                if leg.leg in SECONDARY_LEGS and leg.contribution == 0 and leg.weight > 0:
+                    extra += ", explains only: the direct legs rank it"
                 print(
                     f"       {leg.leg:<12} rank {leg.rank:>4}  "
                     f"+{leg.contribution:.5f} (weight {leg.weight:g}){extra}"
