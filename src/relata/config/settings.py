@@ -704,8 +704,9 @@ SETTINGS: tuple[Setting, ...] = (
         _float(0, 10),
         "0.1",
         "0-10",
-        "Fusion weight of the entity-match leg (small: a larger vote reorders the direct "
-        "hits; docs/benchmarks.md, retrieval).",
+        "Fusion weight of the entity-match leg for items only it found (an item the text or "
+        "vector legs found is ranked by them; the entity leg explains it: "
+        "docs/decisions/0013).",
     ),
     Setting(
         "RELATA_SEARCH_WEIGHT_RELATIONSHIP",
@@ -713,8 +714,8 @@ SETTINGS: tuple[Setting, ...] = (
         _float(0, 10),
         "0.05",
         "0-10",
-        "Fusion weight of relationship expansion (items linked to other results; small: a "
-        "larger vote reorders the direct hits).",
+        "Fusion weight of relationship expansion for items only it found (items linked to "
+        "other results); on a direct hit it explains the link without a vote.",
     ),
 )
 

@@ -41,9 +41,11 @@ DEFAULT_K = 60
 # Equal text/vector weights are plain RRF, the published BM25 + dense recipe. The chunk leg
 # repeats the item leg's lexical evidence at passage level, so it gets half a vote. Entity
 # matches (ranked by how often an item names the query's entity) and relationship expansion
-# (items related to the first results) are not evidence of relevance to the query itself: a
-# larger vote reorders the direct hits (SciFact nDCG@10 0.669 at 0.5 / 0.25, 0.719 at
-# 0.1 / 0.05, 0.727 at 0 / 0; docs/benchmarks.md, retrieval), so each gets a small one.
+# (items related to the first results) are not evidence of relevance to the query itself:
+# they are secondary legs (below), and their small weights order only what they alone found,
+# after the direct hits. (When they voted on direct hits too, SciFact nDCG@10 was 0.669 at
+# 0.5 / 0.25 and 0.718 at 0.1 / 0.05, against 0.727 at 0 / 0; as secondary legs, 0.727:
+# docs/benchmarks.md, retrieval.)
 #: Legs that add and explain but never reorder what the direct legs found (module docstring).
 SECONDARY_LEGS: frozenset[str] = frozenset({SearchLeg.ENTITY, SearchLeg.RELATIONSHIP})
 DEFAULT_WEIGHTS: Mapping[str, float] = MappingProxyType(
