@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from relata.domain.models import Chunk, Item, SourceType, Workspace
-from relata.ids import chunk_id, content_hash, new_id
+from relata.domain.models import Item, Workspace
+from relata.ids import new_id
 from relata.storage.sql import migrate, text_search
 from relata.storage.sql.accounts import SqlWorkspaceRepository
 from relata.storage.sql.base import ws_filter
@@ -24,6 +24,7 @@ from relata.storage.sql.engine import Database
 from relata.storage.sql.items import SqlItemRepository
 from relata.storage.sql.tables import items
 from relata.storage.sql.text_search import SqlTextSearch
+from tests.integration.test_text_search import Store
 
 NOW = datetime(2026, 5, 1, tzinfo=UTC)
 WORDS = ["enzyme", "protein", "cell", "light", "water", "membrane", "signal", "kinase"]
@@ -32,36 +33,19 @@ QUERIES = ["enzyme", "protein membrane", "light signal water cell", "kinase"]
 
 def _add(db: Database, ws: str, n: int) -> Item:
     body = " ".join(WORDS[(n * k) % len(WORDS)] for k in range(1, 3 + n % 11))
-    item = Item(
-        id=new_id(),
-        workspace_id=ws,
-        title=f"{WORDS[n % len(WORDS)]} report {n}",
-        source_type=SourceType.TEXT,
-        content_hash=content_hash(new_id()),
-        size_bytes=len(body),
-        ingested_at=NOW,
-        text=body,
+    store = Store(db, SqlItemRepository(db), SqlChunkRepository(db), SqlTextSearch(db), ws, ws)
+    title = f"{WORDS[n % len(WORDS)]} report {n}"
+    return store.add(ws, title, body, pieces=[body, f"{body} {WORDS[n % 3]}"])
+
+
+def _workspace(db: Database, items: int) -> str:
+    """A new workspace holding ``items`` items."""
+    ws = SqlWorkspaceRepository(db).create(
+        Workspace(id=new_id(), slug=f"w{new_id()[:8]}", name="W", created_at=NOW)
     )
-    SqlItemRepository(db).create(item)
-    pieces = [body, f"{body} {WORDS[n % 3]}"]
-    SqlChunkRepository(db).replace_for_item(
-        ws,
-        item.id,
-        [
-            Chunk(
-                id=chunk_id(ws, item.id, i, content_hash(t)),
-                workspace_id=ws,
-                item_id=item.id,
-                sequence=i,
-                text=t,
-                content_hash=content_hash(t),
-                start_offset=0,
-                end_offset=len(t),
-            )
-            for i, t in enumerate(pieces)
-        ],
-    )
-    return item
+    for n in range(items):
+        _add(db, ws.id, n)
+    return ws.id
 
 
 def _live(ws: str) -> list[Any]:
@@ -164,13 +148,7 @@ def test_a_transaction_keeps_its_snapshot_and_the_next_sees_the_commit(path: Pat
     mine = Database.from_url(f"sqlite:///{path}")
     other = Database.from_url(f"sqlite:///{path}")
     try:
-        ws = (
-            SqlWorkspaceRepository(mine)
-            .create(Workspace(id=new_id(), slug="a", name="A", created_at=NOW))
-            .id
-        )
-        for n in range(12):
-            _add(mine, ws, n)
+        ws = _workspace(mine, 12)
         leg = SqlTextSearch(mine)._item_leg(ws, _live(ws), [])
         with mine.read() as conn:
             first = dict(leg._lengths(conn))
@@ -188,13 +166,7 @@ def test_a_transaction_keeps_its_snapshot_and_the_next_sees_the_commit(path: Pat
 def test_a_write_transaction_never_leaves_its_rolled_back_sizes_behind(path: Path) -> None:
     db = Database.from_url(f"sqlite:///{path}")
     try:
-        ws = (
-            SqlWorkspaceRepository(db)
-            .create(Workspace(id=new_id(), slug="a", name="A", created_at=NOW))
-            .id
-        )
-        for n in range(8):
-            _add(db, ws, n)
+        ws = _workspace(db, 8)
         leg = SqlTextSearch(db)._item_leg(ws, _live(ws), [])
         with db.read() as conn:
             committed = dict(leg._lengths(conn))
