@@ -77,6 +77,9 @@ def test_a_query_finds_the_demo_items_with_marked_matches_and_an_explanation_in_
     assert r.text.count("<summary>Why this result</summary>") == len(found)
     first = " ".join(why(r.text)[0].split())
     assert "Ranked 1st by keywords" in first and "by named entities" in first
+    # Entities and relationships explain a direct hit without moving it (docs/decisions/0013).
+    assert "which explain it without moving it" in first
+    assert re.search(r"Named entities \d+(st|nd|rd|th) explains", first)
     assert "Mentions Kestrel Marine Systems (organisation)" in first
     assert "Related to result" in first and "they disagree about Sabrewing Array" in first
     assert "Keywords (title and text) 1st" in first  # the table: leg, rank, share

@@ -26,7 +26,7 @@ from relata.api.v1.params import instant
 from relata.domain.errors import ValidationError
 from relata.domain.models import SourceType
 from relata.domain.vocabulary import SearchLeg
-from relata.ranking.fusion import LEGS
+from relata.ranking.fusion import LEGS, SECONDARY_LEGS
 from relata.schemas.search import ExcerptOut, LegOut, ResultOut, SearchOut, parse_legs, to_out
 from relata.search.service import MAX_LIMIT, MAX_OFFSET, MAX_QUERY_CHARS, SearchQuery
 from relata.web.context import Page, choice, page
@@ -116,16 +116,29 @@ def _sentence(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
+def _explains_only(leg: LegOut) -> bool:
+    """A secondary leg (entities, relationships) on a result the direct legs ranked: it
+    explains the result without a vote (docs/decisions/0013)."""
+    return leg.leg in SECONDARY_LEGS and leg.contribution == 0 and leg.weight > 0
+
+
 def rank_summary(legs: Sequence[LegOut]) -> str:
-    """Where each leg ranked the result: "Ranked 2nd by keywords and 5th by meaning."."""
-    parts = [
-        f"{ordinal(leg.rank)} {LEG_PHRASES.get(leg.leg, 'by ' + leg.leg)}"
-        for leg in legs
-        if leg.contribution > 0
-    ]
+    """Where each leg ranked the result: "Ranked 2nd by keywords and 5th by meaning.", and
+    the legs that only explain it: "Also 1st by named entities, which explains it without
+    moving it."."""
+
+    def phrase(leg: LegOut) -> str:
+        return f"{ordinal(leg.rank)} {LEG_PHRASES.get(leg.leg, 'by ' + leg.leg)}"
+
+    parts = [phrase(leg) for leg in legs if leg.contribution > 0]
+    also = [phrase(leg) for leg in legs if _explains_only(leg)]
+    tail = ""
+    if also:
+        which = "which explains" if len(also) == 1 else "which explain"
+        tail = f" Also {_join(also)}, {which} it without moving it."
     if not parts:
-        return "Found by legs that add nothing to the score."
-    return f"Ranked {_join(parts)}."
+        return "Found by legs that add nothing to the score." + tail
+    return f"Ranked {_join(parts)}." + tail
 
 
 def _leg_detail(leg: LegOut) -> str:
@@ -146,7 +159,11 @@ def leg_lines(result: ResultOut) -> list[LegLine]:
         LegLine(
             name=LEG_LABELS.get(leg.leg, leg.leg),
             rank=ordinal(leg.rank),
-            share=f"{round(100 * leg.contribution / total)}%" if total > 0 else "0%",
+            share="explains"
+            if _explains_only(leg)
+            else f"{round(100 * leg.contribution / total)}%"
+            if total > 0
+            else "0%",
             detail=_leg_detail(leg),
         )
         for leg in result.explanation.legs
