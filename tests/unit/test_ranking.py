@@ -194,8 +194,10 @@ def test_contributions_sum_to_the_fused_score_and_ranks_are_ordered(
 def test_bad_configuration_and_unknown_legs_are_refused() -> None:
     with pytest.raises(ValueError, match="k"):
         FusionConfig(k=-1)
-    with pytest.raises(ValueError, match="bogus"):
+    with pytest.raises(ValueError, match=r"unknown legs in weights: \['bogus'\]"):
         FusionConfig(weights={"bogus": 1.0})
+    with pytest.raises(ValueError, match=r"unknown legs in secondary: \['entities'\]"):
+        FusionConfig(secondary=frozenset({"entities"}))
     with pytest.raises(ValueError, match="vector"):
         FusionConfig(weights={"vector": -0.5})
     with pytest.raises(ValueError, match="unknown legs"):

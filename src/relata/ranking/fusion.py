@@ -86,9 +86,10 @@ class FusionConfig:
     def __post_init__(self) -> None:
         if not math.isfinite(self.k) or self.k < 0:
             raise ValueError("k must be a finite number >= 0")
-        unknown = (set(self.weights) | set(self.secondary)) - set(LEGS)
-        if unknown:
-            raise ValueError(f"unknown legs in weights: {sorted(unknown)}")
+        for what, legs in (("weights", set(self.weights)), ("secondary", set(self.secondary))):
+            unknown = legs - set(LEGS)
+            if unknown:
+                raise ValueError(f"unknown legs in {what}: {sorted(unknown)}")
         for leg, w in self.weights.items():
             if not math.isfinite(w) or w < 0:
                 raise ValueError(f"weight of leg {leg!r} must be a finite number >= 0")
