@@ -32,6 +32,14 @@ def ws_check(table: sa.Table, workspace_id: str, dialect: str) -> ColumnElement[
     return sa.literal_column(f"+{table.name}.workspace_id") == workspace_id
 
 
+def ws_check_param(table: sa.Table, dialect: str) -> ColumnElement[bool]:
+    """``ws_check`` for a prebuilt statement: the workspace is the bound parameter ``ws``
+    (checked with ``require_workspace`` when the statement runs)."""
+    if dialect != "sqlite":
+        return table.c.workspace_id == sa.bindparam("ws")
+    return sa.literal_column(f"+{table.name}.workspace_id") == sa.bindparam("ws")
+
+
 def require_workspace(table: sa.Table, workspace_id: str) -> str:
     """``ws_filter``'s check alone, for prebuilt statements that take the workspace as a bound
     parameter (``ws``): an empty workspace still raises instead of widening the query."""

@@ -53,12 +53,9 @@ class SqlChunkRepository:
             replace_chunks(conn, workspace_id, item_id, new, self._clock.now())
 
     def list_for_item(self, workspace_id: str, item_id: str) -> list[Chunk]:
+        ws = require_workspace(chunks, workspace_id)
         with self._db.read() as conn:
-            rows = conn.execute(
-                sa.select(chunks)
-                .where(ws_filter(chunks, workspace_id), chunks.c.item_id == item_id)
-                .order_by(chunks.c.sequence)
-            ).all()
+            rows = conn.execute(_CHUNKS_OF_ITEM, {"ws": ws, "item_id": item_id}).all()
         return [_chunk(r) for r in rows]
 
     def get_many(self, workspace_id: str, chunk_ids: Sequence[str]) -> list[Chunk]:
@@ -170,6 +167,11 @@ _SET_CHUNK_COUNT = (
 )
 _DELETE_ITEM_CHUNKS = chunks.delete().where(
     chunks.c.workspace_id == sa.bindparam("ws"), chunks.c.item_id == sa.bindparam("item_id")
+)
+_CHUNKS_OF_ITEM = (
+    sa.select(chunks)
+    .where(chunks.c.workspace_id == sa.bindparam("ws"), chunks.c.item_id == sa.bindparam("item_id"))
+    .order_by(chunks.c.sequence)
 )
 
 

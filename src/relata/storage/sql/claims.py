@@ -32,7 +32,7 @@ from relata.domain.models import Claim, ClaimSide, Contradiction, FoundContradic
 from relata.domain.ports import Clock
 from relata.domain.vocabulary import ClaimNature, ContradictionStatus, Resolution
 from relata.ids import new_id
-from relata.storage.sql.base import insert_for, ws_filter
+from relata.storage.sql.base import insert_for, require_workspace, ws_filter
 from relata.storage.sql.engine import Database
 from relata.storage.sql.tables import claim_writes, claims, contradictions, items
 
@@ -115,23 +115,59 @@ def _contradiction(row: Any) -> Contradiction:
     )
 
 
+# Built once (see items.py): the claims stage runs these for every item.
+_NEXT_WRITE = {
+    dialect: insert_for(dialect, claim_writes)
+    .values(workspace_id=sa.bindparam("ws"), seq=1)
+    .on_conflict_do_update(
+        index_elements=[claim_writes.c.workspace_id], set_={"seq": claim_writes.c.seq + 1}
+    )
+    .returning(claim_writes.c.seq)
+    for dialect in ("sqlite", "postgresql")
+}
+_LAST_WRITE = sa.select(claim_writes.c.seq).where(claim_writes.c.workspace_id == sa.bindparam("ws"))
+_LIVE_ITEM = sa.select(items.c.id).where(
+    items.c.workspace_id == sa.bindparam("ws"),
+    items.c.id == sa.bindparam("item_id"),
+    items.c.deleted_at.is_(None),
+)
+_DELETE_ITEM_CLAIMS = claims.delete().where(
+    claims.c.workspace_id == sa.bindparam("ws"), claims.c.item_id == sa.bindparam("item_id")
+)
+_CLAIMS_OF_ITEM = (
+    sa.select(claims)
+    .where(claims.c.workspace_id == sa.bindparam("ws"), claims.c.item_id == sa.bindparam("item_id"))
+    .order_by(claims.c.start_offset, claims.c.id)
+)
+# Claims of other live items about some subjects (the ``(workspace, subject, write_seq)``
+# index), the most confident first; ``exclude`` is an item id or "" (no item id is empty).
+_BY_SUBJECTS = (
+    sa.select(claims)
+    .join(items, items.c.id == claims.c.item_id)
+    .where(
+        claims.c.workspace_id == sa.bindparam("ws"),
+        claims.c.subject.in_(sa.bindparam("subjects", expanding=True)),
+        items.c.deleted_at.is_(None),
+        claims.c.item_id != sa.bindparam("exclude"),
+    )
+    .order_by(claims.c.confidence.desc(), claims.c.id)
+    .limit(sa.bindparam("limit"))
+)
+_BY_SUBJECTS_AFTER = _BY_SUBJECTS.where(claims.c.write_seq > sa.bindparam("after"))
+
+
 # ---------------------------------------------------------------- statements on a connection
 def _next_write(conn: Connection, dialect: str, workspace_id: str) -> int:
     """The workspace's next claims write number (its row is locked until commit on
     PostgreSQL, so claims writes of one workspace are ordered)."""
-    stmt = insert_for(dialect, claim_writes).values(workspace_id=workspace_id, seq=1)
-    stmt = stmt.on_conflict_do_update(
-        index_elements=[claim_writes.c.workspace_id], set_={"seq": claim_writes.c.seq + 1}
-    ).returning(claim_writes.c.seq)
-    return int(conn.execute(stmt).scalar_one())
+    ws = require_workspace(claim_writes, workspace_id)
+    return int(conn.execute(_NEXT_WRITE[dialect], {"ws": ws}).scalar_one())
 
 
 def last_write(conn: Connection, workspace_id: str) -> int:
     """The number of the workspace's last committed claims write (0 before the first)."""
-    seq = conn.execute(
-        sa.select(claim_writes.c.seq).where(ws_filter(claim_writes, workspace_id))
-    ).scalar()
-    return int(seq or 0)
+    ws = require_workspace(claim_writes, workspace_id)
+    return int(conn.execute(_LAST_WRITE, {"ws": ws}).scalar() or 0)
 
 
 def replace_item_claims(
@@ -147,17 +183,11 @@ def replace_item_claims(
     for c in new:
         if c.workspace_id != workspace_id or c.item_id != item_id:
             raise ValueError("claim does not belong to the item being replaced")
-    live = conn.execute(
-        sa.select(items.c.id).where(
-            ws_filter(items, workspace_id), items.c.id == item_id, items.c.deleted_at.is_(None)
-        )
-    ).first()
-    if live is None:
+    params = {"ws": require_workspace(claims, workspace_id), "item_id": item_id}
+    if conn.execute(_LIVE_ITEM, params).first() is None:
         raise NotFound("item not found")
     seq = _next_write(conn, dialect, workspace_id)
-    conn.execute(
-        claims.delete().where(ws_filter(claims, workspace_id), claims.c.item_id == item_id)
-    )
+    conn.execute(_DELETE_ITEM_CLAIMS, params)
     if new:
         conn.execute(
             claims.insert(),
@@ -189,31 +219,25 @@ def replace_item_claims(
 
 
 def _by_subjects(
+    conn: Connection,
     workspace_id: str,
     subjects: Sequence[str],
     limit: int,
     *,
     exclude_item: str | None = None,
     after: int | None = None,
-) -> Any:
-    """Claims of live items about ``subjects`` (the ``(workspace, subject, write_seq)``
-    index), the most confident first: other items' only, written after ``after`` only."""
-    q = (
-        sa.select(claims)
-        .join(items, items.c.id == claims.c.item_id)
-        .where(
-            ws_filter(claims, workspace_id),
-            claims.c.subject.in_(sorted(set(subjects))[:_ID_BATCH]),
-            items.c.deleted_at.is_(None),
-        )
-        .order_by(claims.c.confidence.desc(), claims.c.id)
-        .limit(max(1, limit))
-    )
-    if exclude_item is not None:
-        q = q.where(claims.c.item_id != exclude_item)
-    if after is not None:
-        q = q.where(claims.c.write_seq > after)
-    return q
+) -> list[Claim]:
+    """Claims of live items about ``subjects`` (at most ``_ID_BATCH`` of them), the most
+    confident first: other items' only, written after ``after`` only."""
+    params = {
+        "ws": require_workspace(claims, workspace_id),
+        "subjects": sorted(set(subjects))[:_ID_BATCH],
+        "exclude": exclude_item or "",
+        "limit": max(1, limit),
+    }
+    if after is None:
+        return [_claim(r) for r in conn.execute(_BY_SUBJECTS, params)]
+    return [_claim(r) for r in conn.execute(_BY_SUBJECTS_AFTER, {**params, "after": after})]
 
 
 def claims_written_after(
@@ -229,8 +253,7 @@ def claims_written_after(
     the most confident first."""
     if not subjects:
         return []
-    q = _by_subjects(workspace_id, subjects, limit, exclude_item=exclude_item, after=after)
-    return [_claim(r) for r in conn.execute(q)]
+    return _by_subjects(conn, workspace_id, subjects, limit, exclude_item=exclude_item, after=after)
 
 
 def record_contradictions(
@@ -322,16 +345,14 @@ class SqlClaimRepository:
             mark = last_write(conn, workspace_id)
             if not subjects:
                 return mark, []
-            q = _by_subjects(workspace_id, subjects, limit, exclude_item=exclude_item)
-            return mark, [_claim(r) for r in conn.execute(q)]
+            return mark, _by_subjects(
+                conn, workspace_id, subjects, limit, exclude_item=exclude_item
+            )
 
     def list_for_item(self, workspace_id: str, item_id: str) -> builtins.list[Claim]:
+        ws = require_workspace(claims, workspace_id)
         with self._db.read() as conn:
-            rows = conn.execute(
-                sa.select(claims)
-                .where(ws_filter(claims, workspace_id), claims.c.item_id == item_id)
-                .order_by(claims.c.start_offset, claims.c.id)
-            ).all()
+            rows = conn.execute(_CLAIMS_OF_ITEM, {"ws": ws, "item_id": item_id}).all()
         return [_claim(r) for r in rows]
 
     def list_by_subjects(
@@ -345,11 +366,10 @@ class SqlClaimRepository:
         """Claims of live items about any of ``subjects`` (the ``(workspace, subject)``
         index): the candidates a new item's claims are compared with."""
         if not subjects:
-            ws_filter(claims, workspace_id)
+            require_workspace(claims, workspace_id)
             return []
-        q = _by_subjects(workspace_id, subjects, limit, exclude_item=exclude_item)
         with self._db.read() as conn:
-            return [_claim(r) for r in conn.execute(q)]
+            return _by_subjects(conn, workspace_id, subjects, limit, exclude_item=exclude_item)
 
 
 class SqlContradictionRepository:

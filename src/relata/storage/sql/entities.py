@@ -34,7 +34,7 @@ from relata.domain.models import (
 from relata.domain.ports import Clock
 from relata.domain.vocabulary import EntityType
 from relata.ids import new_id, pair_key
-from relata.storage.sql.base import insert_for, ws_check, ws_filter
+from relata.storage.sql.base import insert_for, require_workspace, ws_check_param, ws_filter
 from relata.storage.sql.engine import Database
 from relata.storage.sql.tables import (
     entities,
@@ -286,10 +286,64 @@ def _propose(
 
 
 # ---------------------------------------------------------------- the repository
+# The reads the claims and relationships stages make for every item, built once (see
+# items.py): constructing a statement cost as much CPU as running it. ``ws`` is checked with
+# ``require_workspace`` before each runs; ``ids`` and the like are expanding lists.
+_obs = entity_observations
+_OBSERVATIONS_OF_ITEM = (
+    sa.select(_obs)
+    .where(_obs.c.workspace_id == sa.bindparam("ws"), _obs.c.item_id == sa.bindparam("item_id"))
+    .order_by(_obs.c.start_offset, _obs.c.id)
+)
+_LIVE_OBSERVED = sa.and_(items.c.id == _obs.c.item_id, items.c.deleted_at.is_(None))
+_NAMING_COUNTS = (
+    sa.select(_obs.c.entity_id, sa.func.count(sa.distinct(_obs.c.item_id)).label("df"))
+    .join(items, _LIVE_OBSERVED)
+    .where(
+        _obs.c.workspace_id == sa.bindparam("ws"),
+        _obs.c.entity_id.in_(sa.bindparam("ids", expanding=True)),
+    )
+    .group_by(_obs.c.entity_id)
+)
+_NAMING_PAIRS = (
+    sa.select(_obs.c.entity_id, _obs.c.item_id)
+    .join(items, _LIVE_OBSERVED)
+    .where(
+        _obs.c.workspace_id == sa.bindparam("ws"),
+        _obs.c.entity_id.in_(sa.bindparam("ids", expanding=True)),
+        _obs.c.item_id != sa.bindparam("exclude"),
+    )
+    .group_by(_obs.c.entity_id, _obs.c.item_id)
+    .order_by(_obs.c.entity_id, _obs.c.item_id)
+)
+_FIRST_OBSERVATIONS = (
+    sa.select(_obs)
+    .where(
+        _obs.c.workspace_id == sa.bindparam("ws"),
+        _obs.c.entity_id.in_(sa.bindparam("entity_ids", expanding=True)),
+        _obs.c.item_id.in_(sa.bindparam("item_ids", expanding=True)),
+    )
+    .order_by(_obs.c.start_offset)
+)
+_CONFIRMED_ALIASES = sa.select(entity_aliases.c.entity_id, entity_aliases.c.other_id).where(
+    entity_aliases.c.workspace_id == sa.bindparam("ws"),
+    entity_aliases.c.status == AliasStatus.CONFIRMED.value,
+    sa.or_(
+        entity_aliases.c.entity_id.in_(sa.bindparam("ids", expanding=True)),
+        entity_aliases.c.other_id.in_(sa.bindparam("ids", expanding=True)),
+    ),
+)
+
+
 class SqlEntityRepository:
     def __init__(self, db: Database, clock: Clock | None = None) -> None:
         self._db = db
         self._clock = clock or SystemClock()
+        # By primary key; the workspace checked on each row found (base.ws_check).
+        self._by_ids = sa.select(entities).where(
+            ws_check_param(entities, db.dialect),
+            entities.c.id.in_(sa.bindparam("ids", expanding=True)),
+        )
 
     def get(self, workspace_id: str, entity_id: str) -> Entity:
         with self._db.read() as conn:
@@ -305,17 +359,12 @@ class SqlEntityRepository:
     def get_many(self, workspace_id: str, entity_ids: Sequence[str]) -> builtins.list[Entity]:
         ids = list(dict.fromkeys(entity_ids))
         found: dict[str, Entity] = {}
-        ws_filter(entities, workspace_id)
+        ws = require_workspace(entities, workspace_id)
         if not ids:
             return []
         with self._db.read() as conn:
             for i in range(0, len(ids), _ID_BATCH):
-                for row in conn.execute(
-                    sa.select(entities).where(
-                        ws_check(entities, workspace_id, self._db.dialect),
-                        entities.c.id.in_(ids[i : i + _ID_BATCH]),
-                    )
-                ):
+                for row in conn.execute(self._by_ids, {"ws": ws, "ids": ids[i : i + _ID_BATCH]}):
                     found[row.id] = _entity(row)
         return [found[i] for i in ids if i in found]
 
@@ -406,15 +455,9 @@ class SqlEntityRepository:
     def observations_for_item(
         self, workspace_id: str, item_id: str
     ) -> builtins.list[EntityObservation]:
+        ws = require_workspace(entity_observations, workspace_id)
         with self._db.read() as conn:
-            rows = conn.execute(
-                sa.select(entity_observations)
-                .where(
-                    ws_filter(entity_observations, workspace_id),
-                    entity_observations.c.item_id == item_id,
-                )
-                .order_by(entity_observations.c.start_offset, entity_observations.c.id)
-            ).all()
+            rows = conn.execute(_OBSERVATIONS_OF_ITEM, {"ws": ws, "item_id": item_id}).all()
         return [_observation(r) for r in rows]
 
     def mentions_by_item(
@@ -455,33 +498,19 @@ class SqlEntityRepository:
         ``max_items_with``) up to ``per_entity`` of them other than ``exclude_item``, oldest
         id first. Two indexed queries; an entity every item names costs a count, no list."""
         ids = sorted(set(entity_ids))[:_ID_BATCH]
+        ws = require_workspace(entity_observations, workspace_id)
         if not ids:
-            ws_filter(entity_observations, workspace_id)
             return {}
-        obs = entity_observations
-        live = sa.and_(items.c.id == obs.c.item_id, items.c.deleted_at.is_(None))
-        df = sa.func.count(sa.distinct(obs.c.item_id)).label("df")
-        counts = (
-            sa.select(obs.c.entity_id, df)
-            .join(items, live)
-            .where(ws_filter(obs, workspace_id), obs.c.entity_id.in_(ids))
-            .group_by(obs.c.entity_id)
-        )
         with self._db.read() as conn:
-            found = {r.entity_id: int(r.df) for r in conn.execute(counts)}
+            found = {
+                r.entity_id: int(r.df) for r in conn.execute(_NAMING_COUNTS, {"ws": ws, "ids": ids})
+            }
             listed = [e for e, n in found.items() if n <= max_items_with]
             out: dict[str, tuple[int, builtins.list[str]]] = {e: (n, []) for e, n in found.items()}
             if listed:
-                pairs = (
-                    sa.select(obs.c.entity_id, obs.c.item_id)
-                    .join(items, live)
-                    .where(ws_filter(obs, workspace_id), obs.c.entity_id.in_(listed))
-                    .group_by(obs.c.entity_id, obs.c.item_id)
-                    .order_by(obs.c.entity_id, obs.c.item_id)
-                )
-                if exclude_item is not None:
-                    pairs = pairs.where(obs.c.item_id != exclude_item)
-                for row in conn.execute(pairs):
+                # No item id is empty: "" excludes nothing.
+                params = {"ws": ws, "ids": listed, "exclude": exclude_item or ""}
+                for row in conn.execute(_NAMING_PAIRS, params):
                     kept = out[row.entity_id][1]
                     if len(kept) < per_entity:
                         kept.append(row.item_id)
@@ -493,21 +522,13 @@ class SqlEntityRepository:
         """The first observation (lowest offset) of each entity in each item, by
         ``(entity_id, item_id)``: a quotation of each side for relationship evidence."""
         ents, its = sorted(set(entity_ids))[:_ID_BATCH], sorted(set(item_ids))[:_ID_BATCH]
+        ws = require_workspace(entity_observations, workspace_id)
         if not ents or not its:
-            ws_filter(entity_observations, workspace_id)
             return {}
-        q = (
-            sa.select(entity_observations)
-            .where(
-                ws_filter(entity_observations, workspace_id),
-                entity_observations.c.entity_id.in_(ents),
-                entity_observations.c.item_id.in_(its),
-            )
-            .order_by(entity_observations.c.start_offset)
-        )
         out: dict[tuple[str, str], EntityObservation] = {}
+        params = {"ws": ws, "entity_ids": ents, "item_ids": its}
         with self._db.read() as conn:
-            for row in conn.execute(q):
+            for row in conn.execute(_FIRST_OBSERVATIONS, params):
                 o = _observation(row)
                 out.setdefault((o.entity_id, o.item_id), o)
         return out
@@ -567,17 +588,11 @@ class SqlEntityRepository:
         """For each of ``entity_ids``, the entities a person confirmed as its aliases."""
         ids = sorted(set(entity_ids))[:_ID_BATCH]
         out: dict[str, set[str]] = {}
+        ws = require_workspace(entity_aliases, workspace_id)
         if not ids:
-            ws_filter(entity_aliases, workspace_id)
             return out
         with self._db.read() as conn:
-            rows = conn.execute(
-                sa.select(entity_aliases.c.entity_id, entity_aliases.c.other_id).where(
-                    ws_filter(entity_aliases, workspace_id),
-                    entity_aliases.c.status == AliasStatus.CONFIRMED.value,
-                    sa.or_(entity_aliases.c.entity_id.in_(ids), entity_aliases.c.other_id.in_(ids)),
-                )
-            ).all()
+            rows = conn.execute(_CONFIRMED_ALIASES, {"ws": ws, "ids": ids}).all()
         for a, b in rows:
             out.setdefault(a, set()).add(b)
             out.setdefault(b, set()).add(a)

@@ -151,14 +151,15 @@ class SqlItemRepository:
         ``with_text=False`` leaves out the extracted text and structure (``text`` is None):
         search re-reads hundreds of candidates per query and needs neither.
         """
+        ws = require_workspace(items, workspace_id)
         if not item_ids:
-            ws_filter(items, workspace_id)
             return []
-        columns = items.c if with_text else [c for c in items.c if c.name not in _HEAVY]
+        ids = list(dict.fromkeys(item_ids))
+        query = _LIVE_BY_IDS if with_text else _LIVE_BY_IDS_LIGHT
+        rows: list[Any] = []
         with self._db.read() as conn:
-            rows = conn.execute(
-                sa.select(*columns).where(live(workspace_id), items.c.id.in_(list(item_ids)))
-            ).all()
+            for i in range(0, len(ids), _ID_BATCH):
+                rows += conn.execute(query, {"ws": ws, "ids": ids[i : i + _ID_BATCH]}).all()
         by_id = {r.id: _item(r) for r in rows}
         return [by_id[i] for i in item_ids if i in by_id]
 
@@ -236,12 +237,9 @@ class SqlItemRepository:
             return [_item(r) for r in conn.execute(q).all()]
 
     def count(self, workspace_id: str) -> int:
+        ws = require_workspace(items, workspace_id)
         with self._db.read() as conn:
-            return int(
-                conn.execute(
-                    sa.select(sa.func.count()).select_from(items).where(live(workspace_id))
-                ).scalar_one()
-            )
+            return int(conn.execute(_COUNT_LIVE, {"ws": ws}).scalar_one())
 
     def set_status(
         self,
@@ -399,6 +397,18 @@ _LIVE_BY_ID = sa.and_(
     items.c.deleted_at.is_(None),
 )
 _GET_LIVE = sa.select(items).where(_LIVE_BY_ID)
+_LIVE_IN = sa.and_(
+    items.c.workspace_id == sa.bindparam("ws"),
+    items.c.id.in_(sa.bindparam("ids", expanding=True)),
+    items.c.deleted_at.is_(None),
+)
+_LIVE_BY_IDS = sa.select(items).where(_LIVE_IN)
+_LIVE_BY_IDS_LIGHT = sa.select(*[c for c in items.c if c.name not in _HEAVY]).where(_LIVE_IN)
+_COUNT_LIVE = (
+    sa.select(sa.func.count())
+    .select_from(items)
+    .where(items.c.workspace_id == sa.bindparam("ws"), items.c.deleted_at.is_(None))
+)
 _SET_STATUS = (
     items.update()
     .where(_LIVE_BY_ID)

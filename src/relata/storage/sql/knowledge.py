@@ -18,6 +18,7 @@ the repository reads, takes a person's review, and re-scores after a deletion.
 from __future__ import annotations
 
 import builtins
+import functools
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -265,6 +266,42 @@ def replace_relationships(
 
 
 # ---------------------------------------------------------------- the repository
+@functools.cache
+def _of_items(light: bool, followed: bool) -> sa.CompoundSelect[Any]:
+    """``list_for_items``'s statement, built once per shape (building one cost as much CPU
+    as running it): relationships with either endpoint among ``ids`` in workspace ``ws``,
+    without features and evidence when ``light``, and when ``followed`` only those a person
+    confirmed or edited and the unreviewed ones scoring at least ``followed_from``.
+
+    Two indexed lookups, not one OR: SQLite plans ``source IN .. OR target IN ..`` (and
+    ``id IN <many>`` beside the workspace filter) as a walk of the whole workspace's
+    relationships, which grows with the workspace. The caller orders and filters."""
+    status = relationships.c.review_status
+    wanted = (
+        [
+            sa.or_(
+                status.in_([ReviewStatus.CONFIRMED.value, ReviewStatus.EDITED.value]),
+                sa.and_(
+                    status == _UNREVIEWED, relationships.c.score >= sa.bindparam("followed_from")
+                ),
+            )
+        ]
+        if followed
+        else []
+    )
+    columns = [c for c in relationships.c if not (light and c.name in ("features", "evidence"))]
+    ids: sa.BindParameter[Any] = sa.bindparam("ids", expanding=True)
+    in_workspace = relationships.c.workspace_id == sa.bindparam("ws")
+    by_source = sa.select(*columns).where(in_workspace, relationships.c.source_id.in_(ids), *wanted)
+    by_target = sa.select(*columns).where(
+        in_workspace,
+        relationships.c.target_id.in_(ids),
+        relationships.c.source_id.not_in(ids),
+        *wanted,
+    )
+    return sa.union_all(by_source, by_target)
+
+
 class SqlRelationshipRepository:
     def __init__(self, db: Database, clock: Clock | None = None) -> None:
         self._db = db
@@ -335,35 +372,14 @@ class SqlRelationshipRepository:
         relationships a person confirmed or edited and the unreviewed ones scoring at least
         that: search's expansion reads no row it would not follow."""
         ids = sorted(set(item_ids))[:_ID_BATCH]
+        ws = require_workspace(relationships, workspace_id)
         if not ids:
-            ws_filter(relationships, workspace_id)
             return []
-        status = relationships.c.review_status
-        wanted = (
-            [
-                sa.or_(
-                    status.in_([ReviewStatus.CONFIRMED.value, ReviewStatus.EDITED.value]),
-                    sa.and_(status == _UNREVIEWED, relationships.c.score >= followed_from),
-                )
-            ]
-            if followed_from is not None
-            else []
-        )
-        # Two indexed lookups, not one OR: SQLite plans ``source IN .. OR target IN ..`` (and
-        # ``id IN <many>`` beside the workspace filter) as a walk of the whole workspace's
-        # relationships, which grows with the workspace. Ordered and filtered here.
-        columns = [c for c in relationships.c if not (light and c.name in ("features", "evidence"))]
-        by_source = sa.select(*columns).where(
-            ws_filter(relationships, workspace_id), relationships.c.source_id.in_(ids), *wanted
-        )
-        by_target = sa.select(*columns).where(
-            ws_filter(relationships, workspace_id),
-            relationships.c.target_id.in_(ids),
-            relationships.c.source_id.not_in(ids),
-            *wanted,
-        )
+        params: dict[str, object] = {"ws": ws, "ids": ids}
+        if followed_from is not None:
+            params["followed_from"] = followed_from
         with self._db.read() as conn:
-            rows = list(conn.execute(sa.union_all(by_source, by_target)))
+            rows = list(conn.execute(_of_items(light, followed_from is not None), params))
         if not include_rejected:
             rows = [r for r in rows if r.review_status != _REJECTED]
         rows.sort(key=lambda r: (-r.score, r.id))
