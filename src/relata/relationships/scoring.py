@@ -505,15 +505,32 @@ class PairScore:
     score: float
     relationship_type: RelationshipType
     type_basis: TypeBasis
-    contributions: tuple[Contribution, ...]
     #: The later item when the pair is dated apart: the source of an ``updates`` link.
     newer: Side | None
     storable: bool
     strong: bool
     inputs: PairFeatures
+    # What ``contributions`` is made of, kept as measured: most scored pairs are never
+    # stored or shown, and building their contributions was a third of scoring's cost.
+    _measured: Mapping[Feature, _Measured] = field(repr=False)
+    _micros: Mapping[Feature, int] = field(repr=False)
+    _weights: Mapping[Feature, float] = field(repr=False)
+
+    @property
+    def contributions(self) -> tuple[Contribution, ...]:
+        """Every feature's part of the score, in ``Feature`` order (absent ones at 0)."""
+        return tuple(self.contribution(f) for f in Feature)
 
     def contribution(self, feature: Feature) -> Contribution:
-        return next(c for c in self.contributions if c.feature is feature)
+        m = self._measured[feature]
+        return Contribution(
+            feature=feature,
+            value=round(m.value, 6),
+            strength=round(m.strength, 6),
+            weight=self._weights[feature],
+            contribution=self._micros[feature] / MICROS,
+            note=m.note,
+        )
 
     def as_json(self) -> JSONDict:
         """The stored ``features`` of a relationship: version, score, type and why, every
@@ -578,17 +595,6 @@ def score_pair(features: PairFeatures, model: ScoringModel = DEFAULT_MODEL) -> P
         for f, m in measured.items()
     }
     total = sum(micros.values())  # integers: exact, and at most MICROS since weights sum to 1
-    contributions = tuple(
-        Contribution(
-            feature=f,
-            value=round(measured[f].value, 6),
-            strength=round(measured[f].strength, 6),
-            weight=model.weights[f],
-            contribution=micros[f] / MICROS,
-            note=measured[f].note,
-        )
-        for f in Feature
-    )
     strengths = {f: m.strength for f, m in measured.items()}
     relationship_type, basis = _infer_type(features, strengths, micros, model)
     dated = strengths[Feature.CHRONOLOGY] > 0
@@ -597,9 +603,11 @@ def score_pair(features: PairFeatures, model: ScoringModel = DEFAULT_MODEL) -> P
         score=total / MICROS,
         relationship_type=relationship_type,
         type_basis=basis,
-        contributions=contributions,
         newer=features.chronology.newer if dated and features.chronology is not None else None,
         storable=total >= _micros(model.storage_threshold),
         strong=total >= _micros(model.strong_threshold),
         inputs=features,
+        _measured=measured,
+        _micros=micros,
+        _weights=model.weights,
     )
