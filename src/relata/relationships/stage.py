@@ -623,7 +623,9 @@ class RelationshipStage:
             )
         for (kind, _), span in c.references.items():
             yield ReferenceEvidence(kind, other if span.item_id == me else me, span)
-        for entity_id in c.entities:
+        # In id order: two entities may share a key (a term and an organisation), and which
+        # one's quotation is kept must not depend on a set's order in this process.
+        for entity_id in sorted(c.entities):
             entity = entities.get(entity_id)
             ours, other_obs = mine.get(entity_id), theirs.get((entity_id, other))
             if entity is None or ours is None or other_obs is None:
