@@ -31,6 +31,9 @@ _HEAVY = frozenset({"text", "structure"})
 
 
 def _item(row: Any) -> Item:
+    # A light row (``get_many(with_text=False)``) has no text; asking a row for a column it
+    # lacks costs SQLAlchemy an exception, so whether it has one is asked first.
+    fields = row._mapping
     return Item(
         id=row.id,
         workspace_id=row.workspace_id,
@@ -42,7 +45,7 @@ def _item(row: Any) -> Item:
         created_at=row.created_at,
         status=ItemStatus(row.status),
         deliberate_duplicate=row.deliberate_duplicate,
-        text=row._mapping.get("text"),
+        text=row.text if "text" in fields else None,
         original_path=row.original_path,
         original_filename=row.original_filename,
         media_type=row.media_type,
@@ -50,7 +53,7 @@ def _item(row: Any) -> Item:
         chunk_count=row.chunk_count,
         error=row.error,
         updated_at=row.updated_at,
-        failed_stage=row._mapping.get("failed_stage"),
+        failed_stage=row.failed_stage if "failed_stage" in fields else None,
     )
 
 
