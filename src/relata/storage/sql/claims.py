@@ -19,6 +19,7 @@ workspace).
 from __future__ import annotations
 
 import builtins
+import functools
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -372,6 +373,32 @@ class SqlClaimRepository:
             return _by_subjects(conn, workspace_id, subjects, limit, exclude_item=exclude_item)
 
 
+@functools.cache
+def _contradictions_listed(by_status: bool, by_subject: bool, by_item: bool) -> Any:
+    """``SqlContradictionRepository.list``'s statement, built once per shape (the
+    relationships stage lists an item's contradictions for every item): bound ``ws``,
+    ``status``, ``subject``, ``item_id``, ``limit`` and ``offset``; most confident first."""
+    where = [contradictions.c.workspace_id == sa.bindparam("ws")]
+    if by_status:
+        where.append(contradictions.c.status == sa.bindparam("status"))
+    if by_subject:
+        where.append(contradictions.c.subject == sa.bindparam("subject"))
+    q: Any
+    if not by_item:
+        q = sa.select(contradictions).where(*where)
+    else:
+        # Two indexed lookups, one per side: SQLite plans the OR of the two sides as a walk
+        # of the workspace's (status, confidence) index, which grows with it.
+        item: sa.BindParameter[Any] = sa.bindparam("item_id")
+        first = sa.select(contradictions).where(*where, contradictions.c.first_item_id == item)
+        second = sa.select(contradictions).where(
+            *where, contradictions.c.second_item_id == item, contradictions.c.first_item_id != item
+        )
+        q = sa.union_all(first, second)
+    order: tuple[Any, ...] = (sa.desc("confidence"), sa.asc("id"))
+    return q.order_by(*order).limit(sa.bindparam("limit")).offset(sa.bindparam("offset"))
+
+
 class SqlContradictionRepository:
     def __init__(self, db: Database, clock: Clock | None = None) -> None:
         self._db = db
@@ -399,30 +426,17 @@ class SqlContradictionRepository:
         limit: int = 50,
         offset: int = 0,
     ) -> builtins.list[Contradiction]:
-        where = [ws_filter(contradictions, workspace_id)]
-        if status is not None:
-            where.append(contradictions.c.status == status.value)
-        if subject is not None:
-            where.append(contradictions.c.subject == subject)
-        order: tuple[Any, ...] = (sa.desc("confidence"), sa.asc("id"))
-        q: Any
-        if item_id is None:
-            q = sa.select(contradictions).where(*where)
-        else:
-            # Two indexed lookups, one per side: SQLite plans the OR of the two sides as a
-            # walk of the workspace's (status, confidence) index, which grows with it.
-            first = sa.select(contradictions).where(
-                *where, contradictions.c.first_item_id == item_id
-            )
-            second = sa.select(contradictions).where(
-                *where,
-                contradictions.c.second_item_id == item_id,
-                contradictions.c.first_item_id != item_id,
-            )
-            q = sa.union_all(first, second)
-        q = q.order_by(*order).limit(max(1, min(limit, _MAX_PAGE))).offset(max(0, offset))
+        params = {
+            "ws": require_workspace(contradictions, workspace_id),
+            "status": status.value if status is not None else None,
+            "subject": subject,
+            "item_id": item_id,
+            "limit": max(1, min(limit, _MAX_PAGE)),
+            "offset": max(0, offset),
+        }
+        q = _contradictions_listed(status is not None, subject is not None, item_id is not None)
         with self._db.read() as conn:
-            return [_contradiction(r) for r in conn.execute(q)]
+            return [_contradiction(r) for r in conn.execute(q, params)]
 
     def between_items(
         self, workspace_id: str, item_ids: Sequence[str]
