@@ -21,20 +21,13 @@ def ws_filter(table: sa.Table, workspace_id: str) -> ColumnElement[bool]:
     return table.c.workspace_id == workspace_id
 
 
-def ws_check(table: sa.Table, workspace_id: str, dialect: str) -> ColumnElement[bool]:
-    """``ws_filter`` for a query that finds its rows through another index (primary keys, a
-    full-text match): on SQLite the unary plus keeps the planner from walking the workspace's
-    own index instead (it does, with no statistics, for ``id IN (...)``), which would make
-    the cost grow with the workspace rather than with the rows asked for."""
-    if dialect != "sqlite":
-        return ws_filter(table, workspace_id)
-    require_workspace(table, workspace_id)
-    return sa.literal_column(f"+{table.name}.workspace_id") == workspace_id
-
-
 def ws_check_param(table: sa.Table, dialect: str) -> ColumnElement[bool]:
-    """``ws_check`` for a prebuilt statement: the workspace is the bound parameter ``ws``
-    (checked with ``require_workspace`` when the statement runs)."""
+    """The workspace filter of a prebuilt statement that finds its rows through another index
+    (primary keys, a full-text match): the workspace is the bound parameter ``ws``, checked
+    with ``require_workspace`` before the statement runs. On SQLite the unary plus keeps the
+    planner from walking the workspace's own index instead (it does, with no statistics, for
+    ``id IN (...)``), which would make the cost grow with the workspace rather than with the
+    rows asked for."""
     if dialect != "sqlite":
         return table.c.workspace_id == sa.bindparam("ws")
     return sa.literal_column(f"+{table.name}.workspace_id") == sa.bindparam("ws")

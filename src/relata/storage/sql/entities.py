@@ -339,7 +339,7 @@ class SqlEntityRepository:
     def __init__(self, db: Database, clock: Clock | None = None) -> None:
         self._db = db
         self._clock = clock or SystemClock()
-        # By primary key; the workspace checked on each row found (base.ws_check).
+        # By primary key; the workspace checked on each row found (base.ws_check_param).
         self._by_ids = sa.select(entities).where(
             ws_check_param(entities, db.dialect),
             entities.c.id.in_(sa.bindparam("ids", expanding=True)),

@@ -242,7 +242,7 @@ class SqlItemRepository:
     def count(self, workspace_id: str) -> int:
         ws = require_workspace(items, workspace_id)
         with self._db.read() as conn:
-            return int(conn.execute(_COUNT_LIVE, {"ws": ws}).scalar_one())
+            return int(conn.execute(COUNT_LIVE_ITEMS, {"ws": ws}).scalar_one())
 
     def set_status(
         self,
@@ -407,7 +407,8 @@ _LIVE_IN = sa.and_(
 )
 _LIVE_BY_IDS = sa.select(items).where(_LIVE_IN)
 _LIVE_BY_IDS_LIGHT = sa.select(*[c for c in items.c if c.name not in _HEAVY]).where(_LIVE_IN)
-_COUNT_LIVE = (
+#: The workspace's live items (``ws``): the ``ix_items_search_filter`` index.
+COUNT_LIVE_ITEMS = (
     sa.select(sa.func.count())
     .select_from(items)
     .where(items.c.workspace_id == sa.bindparam("ws"), items.c.deleted_at.is_(None))

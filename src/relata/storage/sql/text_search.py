@@ -53,9 +53,9 @@ import sqlalchemy as sa
 
 from relata.domain.errors import ValidationError
 from relata.domain.ports import ChunkTextHit, TextHit
-from relata.storage.sql.base import require_workspace, ws_check, ws_filter
+from relata.storage.sql.base import require_workspace, ws_check_param, ws_filter
 from relata.storage.sql.engine import Database
-from relata.storage.sql.items import item_filters
+from relata.storage.sql.items import COUNT_LIVE_ITEMS, item_filters
 from relata.storage.sql.tables import chunks, items
 
 MAX_TERMS = 32
@@ -347,51 +347,22 @@ class SqlTextSearch:
         """Live items of the workspace with a chunk holding ``phrase`` (the port's
         docstring): an FTS5 phrase query on SQLite, ``phraseto_tsquery`` on PostgreSQL, both
         on the chunks' own index, so the cost is the phrase's matches, not the workspace."""
-        where = [
-            ws_filter(chunks, workspace_id),
-            ws_filter(items, workspace_id),
-            items.c.deleted_at.is_(None),
-        ]
+        ws = require_workspace(chunks, workspace_id)
         limit = _check_limit(limit)
         words = phrase_words(phrase)
         if not words:
             return []
-        if exclude_item is not None:
-            where.append(chunks.c.item_id != exclude_item)
-        joined = chunks.join(items, items.c.id == chunks.c.item_id)
-        if self._db.dialect == "sqlite":
-            # The phrase's rows from the index alone (one MATCH), then the workspace's live
-            # chunks among them: joined the other way round, SQLite would run the MATCH once
-            # per chunk of the workspace.
-            match = '"' + " ".join(words) + '"'  # one FTS5 phrase; the words hold no quotes
-            matching = (
-                sa.select(_fts("chunks_fts.rowid"))
-                .select_from(sa.table("chunks_fts"))
-                .where(_fts("chunks_fts").op("MATCH")(match))
-            )
-            # Checked on each matched row, not used to walk the workspace (ws_check).
-            where[:2] = [
-                ws_check(chunks, workspace_id, "sqlite"),
-                ws_check(items, workspace_id, "sqlite"),
-            ]
-            query = (
-                sa.select(chunks.c.item_id)
-                .select_from(joined)
-                .where(_fts("chunks.rowid").in_(matching.scalar_subquery()), *where)
-                .distinct()
-                .limit(limit)
-            )
-        else:
-            tsq = sa.func.phraseto_tsquery(_PG_CONFIG, sa.literal(" ".join(words), sa.Text))
-            query = (
-                sa.select(chunks.c.item_id)
-                .select_from(joined)
-                .where(_fts("chunks.search_vector").op("@@")(tsq), *where)
-                .distinct()
-                .limit(limit)
-            )
+        params = {
+            "ws": ws,
+            # One FTS5 phrase (the words hold no quotes), or PostgreSQL's phrase query's text.
+            "phrase": '"' + " ".join(words) + '"'
+            if self._db.dialect == "sqlite"
+            else " ".join(words),
+            "exclude": exclude_item or "",  # no item id is empty: "" excludes nothing
+            "limit": limit,
+        }
         with self._db.read() as conn:
-            return [row.item_id for row in conn.execute(query)]
+            return [row.item_id for row in conn.execute(_containing(self._db.dialect), params)]
 
     # ------------------------------------------------------------------ shared terms
     def items_sharing_terms(
@@ -413,7 +384,7 @@ class SqlTextSearch:
         ``ln(1 + (N - n + 0.5) / (n + 0.5))``: positive at any size); presence counts, not
         frequency or length, so a short item and a long one sharing the same words score the
         same. Ties in id order."""
-        scope = [ws_filter(items, workspace_id), items.c.deleted_at.is_(None)]
+        ws = require_workspace(items, workspace_id)
         limit = _check_limit(limit)
         if not 1 <= max_items_per_term <= MAX_LIMIT:
             raise ValidationError(
@@ -426,13 +397,13 @@ class SqlTextSearch:
             distinct = self._distinct_terms(conn, words)
             if not distinct:
                 return []
-            total = conn.execute(sa.select(sa.func.count()).select_from(items).where(*scope))
-            n_items = int(total.scalar_one())
+            n_items = int(conn.execute(COUNT_LIVE_ITEMS, {"ws": ws}).scalar_one())
             # One statement: per term, its first ``max_items_per_term + 1`` live items.
             rows: Sequence[Any]
             if self._db.dialect == "sqlite":
                 rows = _sqlite_term_holders(conn, workspace_id, distinct, max_items_per_term + 1)
             else:
+                scope = [ws_filter(items, workspace_id), items.c.deleted_at.is_(None)]
                 rows = conn.execute(_pg_term_holders(scope, distinct, max_items_per_term + 1)).all()
         found: dict[int, list[str]] = defaultdict(list)
         for k, item_id in rows:
@@ -706,11 +677,49 @@ class _Bm25Leg:
 _HOLDERS_BRANCH = (
     # Driven by the match: CROSS JOIN keeps the FTS5 cursor outside, so its doclist is read
     # lazily and the branch stops at its limit (``rowid IN (SELECT ...)`` read the term's
-    # whole doclist, every workspace's, first); the unary plus: see base.ws_check.
+    # whole doclist, every workspace's, first); the unary plus: see base.ws_check_param.
     "SELECT ? AS k, id FROM (SELECT items.id AS id FROM items_fts CROSS JOIN items "
     "ON items.rowid = items_fts.rowid WHERE items_fts MATCH ? "
     "AND +items.workspace_id = ? AND items.deleted_at IS NULL LIMIT ?)"
 )
+
+
+@functools.cache
+def _containing(dialect: str) -> Any:
+    """``items_containing``'s statement, built once per dialect (the relationships stage
+    looks up an item's title in every other item's text): bound ``ws``, ``phrase``,
+    ``exclude`` and ``limit``."""
+    joined = chunks.join(items, items.c.id == chunks.c.item_id)
+    live = [items.c.deleted_at.is_(None), chunks.c.item_id != sa.bindparam("exclude")]
+    if dialect == "sqlite":
+        # The phrase's rows from the index alone (one MATCH), then the workspace's live
+        # chunks among them: joined the other way round, SQLite would run the MATCH once per
+        # chunk of the workspace. The workspace is checked on each matched row, not used to
+        # walk the workspace (base.ws_check_param).
+        matching = (
+            sa.select(_fts("chunks_fts.rowid"))
+            .select_from(sa.table("chunks_fts"))
+            .where(_fts("chunks_fts").op("MATCH")(sa.bindparam("phrase")))
+        )
+        where = [
+            ws_check_param(chunks, "sqlite"),
+            ws_check_param(items, "sqlite"),
+            _fts("chunks.rowid").in_(matching.scalar_subquery()),
+        ]
+    else:
+        tsq = sa.func.phraseto_tsquery(_PG_CONFIG, sa.bindparam("phrase", type_=sa.Text))
+        where = [
+            chunks.c.workspace_id == sa.bindparam("ws"),
+            items.c.workspace_id == sa.bindparam("ws"),
+            _fts("chunks.search_vector").op("@@")(tsq),
+        ]
+    return (
+        sa.select(chunks.c.item_id)
+        .select_from(joined)
+        .where(*where, *live)
+        .distinct()
+        .limit(sa.bindparam("limit"))
+    )
 
 
 def _sqlite_term_holders(
