@@ -74,6 +74,8 @@ def test_bench_relationships_relates_each_claim_to_its_abstract_first(
     growth = report["growth"]
     assert 0 < growth["first_cpu_ms_per_item"] <= growth["first_ms_per_item"] + 0.01
     assert growth["cpu_ratio"] > 0
+    (window,) = growth["by_window"]  # three abstracts: one window, each run's candidates read
+    assert window["items"] == 3 and window["candidates_per_item"] > 0
 
 
 def test_bench_relationships_sorts_contradicts_links_by_what_the_labels_say(

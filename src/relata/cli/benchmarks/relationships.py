@@ -258,13 +258,15 @@ def _growth(c: Any, ws: str, doc_items: list[str]) -> dict[str, Any]:
     processing order: the first ``WINDOW`` abstracts against the last ``WINDOW`` (the
     workspace is that much larger). Wall time also grows or shrinks with what else runs (the
     last abstracts meet fewer embed jobs), CPU time only with the stage's own work."""
-    runs: list[tuple[Any, float, float | None]] = []
+    runs: list[tuple[Any, float, float | None, float | None]] = []
     for item_id in doc_items:
         for r in c.repos.runs.list_for_item(ws, item_id):
             ms, cpu = r.details.get("duration_ms"), r.details.get("cpu_ms")
+            found = r.details.get("candidates")
             if r.stage == "relationships" and isinstance(ms, int | float):
                 cpu_ms = float(cpu) if isinstance(cpu, int | float) else None
-                runs.append((r.started_at, float(ms), cpu_ms))
+                n = float(found) if isinstance(found, int | float) else None
+                runs.append((r.started_at, float(ms), cpu_ms, n))
     runs.sort(key=lambda x: x[0])
     if len(runs) < 2 * WINDOW:
         half = len(runs) // 2
@@ -283,6 +285,9 @@ def _growth(c: Any, ws: str, doc_items: list[str]) -> dict[str, Any]:
     wall = mean([x[1] for x in first]), mean([x[1] for x in last])
     # The worker thread's CPU time: what the stage did, not what else ran meanwhile.
     cpu = mean([x[2] for x in first]), mean([x[2] for x in last])
+    # Every WINDOW in order (the workspace held about k * WINDOW items during the k-th), so
+    # the growth from 1k to 5k items reads apart from that of the first, nearly empty one.
+    windows = [runs[k : k + WINDOW] for k in range(0, len(runs), WINDOW)]
     return {
         "window": len(first),
         "first_ms_per_item": wall[0] or 0.0,
@@ -291,6 +296,15 @@ def _growth(c: Any, ws: str, doc_items: list[str]) -> dict[str, Any]:
         "first_cpu_ms_per_item": cpu[0],
         "last_cpu_ms_per_item": cpu[1],
         "cpu_ratio": ratio(*cpu),
+        "by_window": [
+            {
+                "items": len(w),
+                "ms_per_item": mean([x[1] for x in w]),
+                "cpu_ms_per_item": mean([x[2] for x in w]),
+                "candidates_per_item": mean([x[3] for x in w]),
+            }
+            for w in windows
+        ],
     }
 
 
@@ -309,6 +323,8 @@ def _lines(r: dict[str, Any]) -> list[str]:
         f"  relationship stage per item: first {g['window']} {g['first_ms_per_item']} ms, "
         f"last {g['window']} {g['last_ms_per_item']} ms (x{g['ratio']}); CPU "
         f"{g['first_cpu_ms_per_item']} -> {g['last_cpu_ms_per_item']} ms (x{g['cpu_ratio']})",
+        "  by thousand processed (CPU ms / candidates per item): "
+        + ", ".join(f"{w['cpu_ms_per_item']} / {w['candidates_per_item']}" for w in g["by_window"]),
         f"  corpus {r['corpus_wall_s']:.1f} s; total {r['wall_s']:.1f} s wall, "
         f"{r['cpu_s']:.1f} s CPU",
     ]
