@@ -279,3 +279,36 @@ def test_an_item_named_by_an_earlier_one_is_found_by_its_title(c: Container) -> 
         for r in c.repos.relationships.list_for_items(ws, [other.id], include_rejected=True)
         for e in r.evidence
     )
+
+
+def test_a_run_stores_only_its_best_new_pairs_and_a_reprocess_adds_none(
+    c: Container,
+) -> None:
+    # At most one new pair per run: each item's run adds its best storable pair (or none),
+    # keeps the pairs earlier runs stored with it, and a reprocess finds nothing to add.
+    [stage] = [s for s in c.pipeline.stages if isinstance(s, RelationshipStage)]
+    stage._max_new = 1
+    ws = workspace_id(c)
+    ids = _seed(c, ws)
+    first = _all(c, ws, ids)
+    assert 0 < len(first) <= len(ids)
+    runs = [
+        r
+        for item_id in ids.values()
+        for r in c.repos.runs.list_for_item(ws, item_id)
+        if r.stage == "relationships"
+    ]
+    assert any(r.details["left_out"] > 0 for r in runs), "the corpus should relate more pairs"
+    # The press release and the minutes' contradiction is the best pair of whichever came later.
+    assert _pair(c, ws, ids[PRESS], ids[MINUTES]).relationship_type is RelationshipType.CONTRADICTS
+    for item in c.items.list(ws):
+        c.items.reprocess(ws, item.id, from_stage="relationships")
+    drain(c)
+    again = _all(c, ws, ids)
+    assert set(again) == set(first)  # nothing added, nothing dropped: the data did not change
+    # Without the bound, the same data yields more pairs: the bound is what held them back.
+    stage._max_new = 1000
+    for item in c.items.list(ws):
+        c.items.reprocess(ws, item.id, from_stage="relationships")
+    drain(c)
+    assert set(_all(c, ws, ids)) > set(first)

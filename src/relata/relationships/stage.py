@@ -28,7 +28,10 @@ similarity, chronology on a shared subject) go to the pure scoring model
 (``relationships.assisted``) joins their features and they are scored again. The result is
 written in the stage's transaction through ``replace_relationships``, whose upsert never
 overwrites a person's decision; a rejected pair is proposed again only when its evidence
-changed materially since the rejection.
+changed materially since the rejection. A run stores a new pair only when it is among the
+item's ``MAX_NEW`` best storable pairs; the item's existing pairs are refreshed while storable
+and dropped (unless a person decided them) when not, so the links an item gets from its own
+run stay bounded as the workspace grows (docs/decisions/0020).
 """
 
 from __future__ import annotations
@@ -110,6 +113,10 @@ MAX_ITEMS_WITH: Final = 200
 MAX_SCORED: Final = 64
 #: The item's existing relationships re-scored, at most.
 MAX_EXISTING: Final = 200
+#: New pairs a run stores: only those among the item's ``MAX_NEW`` best storable pairs (new
+#: or existing). Existing pairs are kept while storable, so nothing flaps between the two
+#: items' runs and a reprocess adds nothing when the best are already stored.
+MAX_NEW: Final = 20
 #: Contradictions and other items' claims read for claim evidence, at most.
 MAX_CONTRADICTIONS: Final = 200
 MAX_CLAIMS: Final = 500
@@ -242,6 +249,7 @@ class RelationshipStage:
         vectors: VectorStore | None = None,
         model: ScoringModel = DEFAULT_MODEL,
         analysis: AnalysisService | None = None,
+        max_new: int = MAX_NEW,
     ) -> None:
         self._items = items
         self._entities = entities
@@ -253,6 +261,7 @@ class RelationshipStage:
         self._vectors = vectors
         self._model = model
         self._analysis = analysis
+        self._max_new = max_new
 
     @property
     def _enabled_analysis(self) -> AnalysisService | None:
@@ -377,7 +386,11 @@ class RelationshipStage:
 
         proposed: list[ProposedRelationship] = []
         drop: list[str] = []
-        reopened = 0
+        reopened = left_out = 0
+        storable = sorted(
+            (o for o in found if scores[o].storable), key=lambda o: (-scores[o].score, o)
+        )
+        best = set(storable[: self._max_new])
         for other in sorted(found):
             c = found[other]
             scored = scores[other]
@@ -385,6 +398,9 @@ class RelationshipStage:
             if not scored.storable:
                 if c.existing is not None and c.existing.review_status is ReviewStatus.UNREVIEWED:
                     drop.append(key)
+                continue
+            if c.existing is None and other not in best:
+                left_out += 1
                 continue
             records = self._evidence(
                 me, other, c, mine, theirs, entities, items_with, workspace_items
@@ -426,6 +442,7 @@ class RelationshipStage:
                     1 for p in proposed if p.relationship.score >= self._model.strong_threshold
                 ),
                 "dropped": len(drop),
+                "left_out": left_out,
                 "reopened": reopened,
                 "similarity": own_vector is not None,
                 **(model_pass.details() if model_pass is not None else {}),
