@@ -25,7 +25,15 @@ from relata.pipeline import Requirement
 from relata.storage.sql import migrate
 from tests.support.fake_embedder import FakeEmbedder
 from tests.support.ingest import drain, workspace_id
-from tests.support.pipeline_stages import AFTER_TAG, FAILURES, ORDER, TAG, TagStage, container
+from tests.support.pipeline_stages import (
+    AFTER_TAG,
+    FAILURES,
+    ORDER,
+    TAG,
+    SnapshotStage,
+    TagStage,
+    container,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 TEXT = "The Sabrewing Array has twelve turbines rated at 1.5 MW each."
@@ -91,6 +99,24 @@ def test_a_stage_added_in_a_test_runs_in_its_declared_place(settings: Settings) 
         assert c.pipeline.kinds == ORDER
         with pytest.raises(ValueError, match="already part"):
             c.pipeline.add(TagStage())
+
+
+@pytest.mark.parametrize("one_snapshot", [True, False])
+def test_a_stage_that_asks_for_one_snapshot_reads_one_state_of_the_database(
+    settings: Settings, one_snapshot: bool
+) -> None:
+    # An item committed (by another transaction) between two reads of the stage's run: seen
+    # by the second read only when the stage did not ask for one snapshot.
+    stage = SnapshotStage(one_snapshot=one_snapshot)
+    with pipeline_with(settings, stage) as c:
+        ws = workspace_id(c)
+        stage.count = c.repos.items.count
+        stage.meanwhile = lambda: c.ingest.ingest(ws, IngestRequest(text="Another item."))
+        c.ingest.ingest(ws, IngestRequest(text=TEXT))
+        _drain(c)
+        assert stage.counts[0] == ((1, 1) if one_snapshot else (1, 2))
+        assert stage.counts[1] == (2, 2)  # the next run: a new snapshot sees both
+        assert c.repos.items.count(ws) == 2
 
 
 def test_a_transient_failure_is_retried_and_then_succeeds(settings: Settings) -> None:

@@ -944,6 +944,10 @@ class MemoryUnitOfWork:
             finally:
                 tx.open = False
 
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        yield  # no read transactions to share: reads go straight to the dictionaries
+
 
 @dataclass(frozen=True, slots=True)
 class MemoryRepositories:

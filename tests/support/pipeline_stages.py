@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -60,6 +61,26 @@ class TagStage:
             tx.replace_chunks(payload.item_id, [marker_chunk(payload, "tagged")])
 
         return StageResult(write=write, versions=dict(self.versions), details={"tags": 1})
+
+
+@dataclass
+class SnapshotStage(TagStage):
+    """Counts the workspace's items, lets ``meanwhile`` commit something, and counts again
+    (``counts``); ``one_snapshot`` asks the runner for one read transaction."""
+
+    one_snapshot: bool = False
+    count: Callable[[str], int] | None = None
+    meanwhile: Callable[[], object] | None = None
+    counts: list[tuple[int, int]] = field(default_factory=list)
+
+    def run(self, payload: StagePayload, cancel: Cancel) -> StageResult:
+        assert self.count is not None
+        before = self.count(payload.workspace_id)
+        if self.meanwhile is not None:
+            self.meanwhile()
+            self.meanwhile = None
+        self.counts.append((before, self.count(payload.workspace_id)))
+        return super().run(payload, cancel)
 
 
 FAILURES: dict[str, Exception] = {

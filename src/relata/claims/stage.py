@@ -193,6 +193,12 @@ class ClaimStage:
         self._analysis = analysis
 
     @property
+    def one_snapshot(self) -> bool:
+        """Its reads share one read transaction (``relata.pipeline.stage``), unless a model
+        pass will run: a transaction is not held open across model calls."""
+        return self._enabled_analysis is None
+
+    @property
     def _enabled_analysis(self) -> AnalysisService | None:
         """The analysis service when a model is configured, else None (deterministic only)."""
         analysis = self._analysis

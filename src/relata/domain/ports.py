@@ -341,6 +341,12 @@ class UnitOfWork(Protocol):
         """A write transaction: committed when the block ends, rolled back if it raises."""
         ...
 
+    def snapshot(self) -> AbstractContextManager[None]:
+        """A block whose reads (through this store's repositories, in this thread) share one
+        read transaction: one consistent view, and one transaction instead of one per read.
+        Writes inside it are not seen by those reads: a stage's ``run`` only reads."""
+        ...
+
 
 class EntityRepository(Protocol):
     """Entities, their observations and alias candidates (docs/decisions/0015-entities.md).

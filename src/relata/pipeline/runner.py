@@ -24,6 +24,7 @@ import logging
 import threading
 import time
 from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -36,7 +37,14 @@ from relata.ids import new_id
 from relata.jobs.queue import JobQueue
 from relata.jobs.registry import HandlerRegistry, JobContext
 from relata.jobs.retry import FailureClassifier, Outcome, reason
-from relata.pipeline.stage import Requirement, Stage, StagePayload, StageResult, stage_key
+from relata.pipeline.stage import (
+    Requirement,
+    Stage,
+    StagePayload,
+    StageResult,
+    reads_in_one_snapshot,
+    stage_key,
+)
 
 log = logging.getLogger("relata.pipeline")
 
@@ -215,7 +223,11 @@ class Pipeline:
                 result = StageResult.skipped(missing, stage.versions)
             else:
                 try:
-                    result = stage.run(payload, ctx.cancel)
+                    scope: AbstractContextManager[None] = (
+                        self._uow.snapshot() if reads_in_one_snapshot(stage) else nullcontext()
+                    )
+                    with scope:
+                        result = stage.run(payload, ctx.cancel)
                 except Exception as exc:
                     if self._classifier.classify(exc) is not Outcome.SKIP:
                         raise

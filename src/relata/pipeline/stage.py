@@ -6,6 +6,11 @@ what it needs and does its work outside any transaction; the ``StageResult`` it 
 carries a ``write`` that the runner calls *inside* the transaction that also records the
 run, sets the item's status, enqueues the next stage and completes the job. Everything else
 (timing, runs, failure, skip, ordering) is the runner's (``relata.pipeline.runner``).
+
+A stage whose ``run`` makes many small reads and waits on nothing slow (no language model
+call) may say so with a true ``one_snapshot`` attribute (``reads_in_one_snapshot``): the
+runner then runs it inside ``UnitOfWork.snapshot``, so its reads share one read transaction
+and see one state of the database.
 """
 
 from __future__ import annotations
@@ -127,3 +132,9 @@ class Stage(Protocol):
         ...
 
     def run(self, payload: StagePayload, cancel: Cancel) -> StageResult: ...
+
+
+def reads_in_one_snapshot(stage: Stage) -> bool:
+    """Whether ``stage`` asks for its reads to share one read transaction (its optional
+    ``one_snapshot`` attribute: see the module docstring)."""
+    return getattr(stage, "one_snapshot", False) is True

@@ -264,6 +264,12 @@ class RelationshipStage:
         self._max_new = max_new
 
     @property
+    def one_snapshot(self) -> bool:
+        """Its reads share one read transaction (``relata.pipeline.stage``), unless a model
+        pass will run: a transaction is not held open across model calls."""
+        return self._enabled_analysis is None
+
+    @property
     def _enabled_analysis(self) -> AnalysisService | None:
         """The analysis service when a model is configured, else None (no model pass)."""
         analysis = self._analysis

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -143,6 +144,10 @@ class Database:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        # The read transaction of the ``snapshot`` block this thread is in, if any.
+        self._shared: ContextVar[Connection | None] = ContextVar(
+            f"relata_snapshot_{id(self)}", default=None
+        )
 
     @classmethod
     def from_url(cls, url: str) -> Database:
@@ -153,9 +158,39 @@ class Database:
         return self.engine.dialect.name
 
     @contextmanager
-    def read(self) -> Iterator[Connection]:
+    def read(self, *, shared: bool = True) -> Iterator[Connection]:
+        """A read transaction: the enclosing ``snapshot``'s, or its own (always its own with
+        ``shared=False``: for a store that creates its tables lazily, since a snapshot begun
+        before that DDL would not see them)."""
+        outer = self._shared.get() if shared else None
+        if outer is not None:
+            with _domain_errors():
+                yield outer
+            return
         with _domain_errors(), self.engine.connect() as conn, conn.begin():
             yield conn
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Every ``read`` inside the block, in this thread, runs in one read transaction: one
+        consistent view of the database, and one connection and ``BEGIN`` instead of one per
+        read (docs/decisions/0016). Writes are not affected (``write`` has its own
+        transaction, which the block's reads do not see). Nested blocks share the outer one.
+        Keep it short: on SQLite an open read transaction holds back the WAL's checkpoint."""
+        if self._shared.get() is not None:
+            yield
+            return
+        with _domain_errors(), self.engine.connect() as conn:
+            if self.dialect == "postgresql":
+                # READ COMMITTED would give each statement the latest commits; a read-only
+                # REPEATABLE READ transaction sees one snapshot and never fails to serialise.
+                conn = conn.execution_options(isolation_level="REPEATABLE READ")
+            with conn.begin():
+                token = self._shared.set(conn)
+                try:
+                    yield
+                finally:
+                    self._shared.reset(token)
 
     @contextmanager
     def write(self) -> Iterator[Connection]:

@@ -11,7 +11,7 @@ leaves an item either before the stage or after it, never between (ADR 14).
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from typing import Any
 
@@ -179,3 +179,6 @@ class SqlUnitOfWork:
             raise MissingWorkspace("a unit of work needs a workspace")
         with self._db.write() as conn:
             yield SqlStageTransaction(conn, self._db.dialect, workspace_id, self._clock.now())
+
+    def snapshot(self) -> AbstractContextManager[None]:
+        return self._db.snapshot()

@@ -337,14 +337,14 @@ class SqliteVecStore:
             return []
         self._ensure_schema()
         if self._resident_bytes > 0:
-            with self._resident_lock, _translated(), self._db.read() as conn:
+            with self._resident_lock, _translated(), self._db.read(shared=False) as conn:
                 partition = self._partition(conn, workspace_id)
                 if partition is not None:
                     return partition.search(query, k, filters)
         where, params = _knn_filters(filters)
         params.update({"q": query.tobytes(), "k": k, "w": workspace_id})
         statement = sa.text(f"{self._sql.knn}{where} ORDER BY distance")
-        with _translated(), self._db.read() as conn:
+        with _translated(), self._db.read(shared=False) as conn:
             rows = conn.execute(statement, params).all()
         return ranked(
             [
@@ -435,14 +435,14 @@ class SqliteVecStore:
         check_limit(limit)
         self._ensure_schema()
         params = {"w": workspace_id, "i": item_id, "d": self.dimensions, "n": limit}
-        with _translated(), self._db.read() as conn:
+        with _translated(), self._db.read(shared=False) as conn:
             rows = conn.execute(self._sql.item_vectors, params).all()
         return [unit_vector(np.frombuffer(r[0], dtype=np.float32)) for r in rows]
 
     def count(self, workspace_id: str) -> int:
         require_workspace(workspace_id)
         self._ensure_schema()
-        with _translated(), self._db.read() as conn:
+        with _translated(), self._db.read(shared=False) as conn:
             n = conn.execute(_POINTS_COUNT, {"w": workspace_id, "d": self.dimensions})
             return int(n.scalar_one())
 
