@@ -66,6 +66,8 @@ def test_bench_relationships_relates_each_claim_to_its_abstract_first(
     assert report["settled"] is True
     assert (report["claims"], report["abstracts"], report["pairs"]) == (2, 3, 2)
     assert report["recall_at_1"] == 1.0 and report["recall_at_5"] == 1.0
+    # The search service on the claims' texts finds each claim's abstract first, too.
+    assert report["search_abstracts_only"]["recall_at_1"] == 1.0
     assert report["contradict_pairs"] == 1
     stages = report["stages"]
     assert isinstance(stages, dict) and stages["relationships"]["runs"] == 5
@@ -104,6 +106,11 @@ def test_bench_relationships_sorts_contradicts_links_by_what_the_labels_say(
         "claims_unlabelled": 0,
     }
     assert report["contradicts_labelled_precision"] == 1.0
+    # Claims 11 and 12 (both about abstract 1's date) are related, and one has the other as
+    # its first relationship: among all relationships it lacks its abstract at rank 1, among
+    # abstracts alone no claim does.
+    assert report["recall_at_1"] < 1.0
+    assert report["abstracts_only"] == {"recall_at_1": 1.0, "recall_at_5": 1.0, "recall_at_10": 1.0}
 
 
 def test_bench_relationships_refuses_an_existing_keep_folder(

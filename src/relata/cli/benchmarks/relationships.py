@@ -9,6 +9,9 @@ every claim's relationships are discovered with the whole corpus in place. Repor
 
 - **recall@5**: the share of claims with a cited abstract among their five best-scored
   relationships (and @1, @10), and the share of (claim, cited abstract) pairs related at all;
+  beside it, recall@k among the claim's relationships with abstracts only (other claims set
+  aside), and, for reference, among the abstracts the search service returns for the claim's
+  text (the fused legs the API uses);
 - **contradicts**: of the CONTRADICT pairs, how many are related with type ``contradicts``;
   and every ``contradicts`` relationship of a claim, counted once, by what the labels say of
   it: with a cited abstract labelled SUPPORT or NOINFO (wrong), with an abstract the claim
@@ -133,6 +136,7 @@ def _bench(args: argparse.Namespace) -> int:
             )
             wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
             report = _evaluate(c, ws, pairs, doc_items, claim_items)
+            report["search_abstracts_only"] = _search_reference(c, ws, pairs, claim_items)
             all_items = [*doc_items.values(), *claim_items.values()]
             report["stages"] = stage_times(c, ws, all_items)
             report["growth"] = _growth(c, ws, list(doc_items.values()))
@@ -173,6 +177,10 @@ def _evaluate(
         if p["label"] == "CONTRADICT":
             contradicted[claim].add(doc)
     hits = {1: 0, 5: 0, 10: 0}
+    # The same, counting only the claim's relationships with abstracts: how well abstracts
+    # rank among themselves, apart from the other claims (near-paraphrases of one finding,
+    # citing the same abstract) that take the first places.
+    abstract_hits = {1: 0, 5: 0, 10: 0}
     pairs_related = 0
     types = Counter[str]()
     per_claim: list[int] = []
@@ -184,9 +192,10 @@ def _evaluate(
         rels = c.repos.relationships.list_for_items(ws, [claim], limit=1000)
         per_claim.append(len(rels))
         others = [r.target_id if r.source_id == claim else r.source_id for r in rels]
+        abstracts = [o for o in others if o not in claim_set]
         for k in hits:
-            if docs & set(others[:k]):
-                hits[k] += 1
+            hits[k] += bool(docs & set(others[:k]))
+            abstract_hits[k] += bool(docs & set(abstracts[:k]))
         pairs_related += len(docs & set(others))
         for r, other in zip(rels, others, strict=True):
             types[r.relationship_type.value] += 1
@@ -203,6 +212,7 @@ def _evaluate(
         "recall_at_5": round(hits[5] / n, 3),
         "recall_at_10": round(hits[10] / n, 3),
         "pairs_related": round(pairs_related / max(total_pairs, 1), 3),
+        "abstracts_only": {f"recall_at_{k}": round(v / n, 3) for k, v in abstract_hits.items()},
         "contradict_pairs": contradict_pairs,
         "contradicts_found": contradicts_found,
         "contradicts_by_label": {k: kinds[k] for k in CONTRADICTS_KINDS},
@@ -218,6 +228,37 @@ def _evaluate(
         "claim_relationship_types": dict(types),
         "relationships_per_claim": round(sum(per_claim) / n, 2),
     }
+
+
+def _search_reference(
+    c: Any, ws: str, pairs: list[dict[str, str]], claim_items: dict[str, str]
+) -> dict[str, float]:
+    """A reference for the ranking: each claim's text as a query to the search service (the
+    fused legs the API uses), recall@k of its cited abstracts among the results that are
+    abstracts. Relationships rank abstracts from what the items hold; this is what the
+    product's own retrieval makes of the same signals."""
+    from relata.search.service import MAX_LIMIT, SearchQuery
+
+    claim_set = set(claim_items.values())
+    cited: dict[str, set[str]] = defaultdict(set)
+    text: dict[str, str] = {}
+    for p in pairs:
+        claim = claim_items[p["claim_id"]]
+        text[claim] = p["claim"]
+        cited[claim].add(p["doc_id"])
+    hits = {1: 0, 5: 0, 10: 0}
+    for claim, docs in cited.items():
+        # A page large enough that other claims ranked first still leave ten abstracts.
+        response = c.search.search(ws, SearchQuery(text=text[claim], limit=MAX_LIMIT))
+        ranked = [
+            r.item.metadata.get("external_id")
+            for r in response.results
+            if r.item.id not in claim_set
+        ]
+        for k in hits:
+            hits[k] += bool(docs & set(ranked[:k]))
+    n = max(len(cited), 1)
+    return {f"recall_at_{k}": round(v / n, 3) for k, v in hits.items()}
 
 
 CONTRADICTS_KINDS = (
@@ -315,6 +356,10 @@ def _lines(r: dict[str, Any]) -> list[str]:
         f"{r['abstracts']} abstracts; model {'on' if r['model'] else 'off'}",
         f"  recall@1 {r['recall_at_1']:.3f}  recall@5 {r['recall_at_5']:.3f}  "
         f"recall@10 {r['recall_at_10']:.3f}; cited pairs related at all {r['pairs_related']:.3f}",
+        "  abstracts only (other claims set aside): recall@1/5/10 "
+        + " / ".join(f"{v:.3f}" for v in r["abstracts_only"].values())
+        + "; the search service on the claims' texts: "
+        + " / ".join(f"{v:.3f}" for v in r["search_abstracts_only"].values()),
         f"  contradicts: {r['contradicts_found']} of {r['contradict_pairs']} CONTRADICT pairs; "
         f"contradicts links of claims by what the labels say: {r['contradicts_by_label']} "
         f"(labelled precision {r['contradicts_labelled_precision']})",
