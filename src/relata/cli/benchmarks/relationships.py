@@ -58,6 +58,7 @@ from relata.cli.benchmarks.scifact import (
     stage_times,
 )
 from relata.cli.common import CliError
+from relata.search.service import MAX_LIMIT, SearchQuery
 
 #: Window of items (in processing order) whose relationship-stage time is compared.
 WINDOW = 1000
@@ -136,7 +137,6 @@ def _bench(args: argparse.Namespace) -> int:
             )
             wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
             report = _evaluate(c, ws, pairs, doc_items, claim_items)
-            report["search_abstracts_only"] = _search_reference(c, ws, pairs, claim_items)
             all_items = [*doc_items.values(), *claim_items.values()]
             report["stages"] = stage_times(c, ws, all_items)
             report["growth"] = _growth(c, ws, list(doc_items.values()))
@@ -213,6 +213,9 @@ def _evaluate(
         "recall_at_10": round(hits[10] / n, 3),
         "pairs_related": round(pairs_related / max(total_pairs, 1), 3),
         "abstracts_only": {f"recall_at_{k}": round(v / n, 3) for k, v in abstract_hits.items()},
+        "search_abstracts_only": _search_reference(
+            c, ws, cited, {claim_items[p["claim_id"]]: p["claim"] for p in pairs}, claim_set
+        ),
         "contradict_pairs": contradict_pairs,
         "contradicts_found": contradicts_found,
         "contradicts_by_label": {k: kinds[k] for k in CONTRADICTS_KINDS},
@@ -231,30 +234,18 @@ def _evaluate(
 
 
 def _search_reference(
-    c: Any, ws: str, pairs: list[dict[str, str]], claim_items: dict[str, str]
+    c: Any, ws: str, cited: dict[str, set[str]], texts: dict[str, str], claims: set[str]
 ) -> dict[str, float]:
-    """A reference for the ranking: each claim's text as a query to the search service (the
-    fused legs the API uses), recall@k of its cited abstracts among the results that are
-    abstracts. Relationships rank abstracts from what the items hold; this is what the
-    product's own retrieval makes of the same signals."""
-    from relata.search.service import MAX_LIMIT, SearchQuery
-
-    claim_set = set(claim_items.values())
-    cited: dict[str, set[str]] = defaultdict(set)
-    text: dict[str, str] = {}
-    for p in pairs:
-        claim = claim_items[p["claim_id"]]
-        text[claim] = p["claim"]
-        cited[claim].add(p["doc_id"])
+    """A reference for the ranking: each claim's text (``texts``) as a query to the search
+    service (the fused legs the API uses), recall@k of its cited abstracts (``cited``: claim
+    item -> abstract items) among the results that are not claims (``claims``). Relationships
+    rank abstracts from what the items hold; this is what the product's own retrieval makes
+    of the same signals."""
     hits = {1: 0, 5: 0, 10: 0}
     for claim, docs in cited.items():
-        # A page large enough that other claims ranked first still leave ten abstracts.
-        response = c.search.search(ws, SearchQuery(text=text[claim], limit=MAX_LIMIT))
-        ranked = [
-            r.item.metadata.get("external_id")
-            for r in response.results
-            if r.item.id not in claim_set
-        ]
+        # The largest page, so that the claims ranked first still leave ten abstracts.
+        response = c.search.search(ws, SearchQuery(text=texts[claim], limit=MAX_LIMIT))
+        ranked = [r.item.id for r in response.results if r.item.id not in claims]
         for k in hits:
             hits[k] += bool(docs & set(ranked[:k]))
     n = max(len(cited), 1)
