@@ -64,6 +64,7 @@ from relata.jobs.worker import WorkerPool
 from relata.observability.metrics import Metrics
 from relata.parsing import limits_from_settings
 from relata.pipeline import Pipeline, Requirement, Stage
+from relata.providers.http import make_client
 from relata.ranking.fusion import FusionConfig
 from relata.relationships.service import RelationshipService
 from relata.relationships.stage import RelationshipStage
@@ -367,7 +368,10 @@ def _build_oidc(
     )
     if config is None:
         return None
-    return OidcService(config, SqlFederatedIdentities(db), accounts, clock, audit=audit)
+    # The safe HTTP path's client (no redirects, explicit timeouts); its get/post bound
+    # every answer's size (relata.auth.oidc.provider).
+    http = make_client(config.timeout)
+    return OidcService(config, SqlFederatedIdentities(db), accounts, clock, audit=audit, http=http)
 
 
 def _build_accounts(
