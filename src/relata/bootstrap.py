@@ -55,6 +55,7 @@ from relata.entities.stage import EntityStage
 from relata.ingest.admission import Admission
 from relata.ingest.catalog import ItemCatalog
 from relata.ingest.originals import OriginalStore
+from relata.ingest.recovery import Recovery
 from relata.ingest.service import IngestService
 from relata.ingest.stages import ChunkSettings, ChunkStage, ParseStage
 from relata.jobs.queue import JobQueue
@@ -81,6 +82,7 @@ from relata.storage.sql.identities import SqlFederatedIdentities
 from relata.storage.sql.items import SqlItemRepository
 from relata.storage.sql.jobs import SqlJobRepository
 from relata.storage.sql.knowledge import SqlRelationshipRepository
+from relata.storage.sql.ledger import SqlIngestLedger
 from relata.storage.sql.records import (
     SqlAuditRepository,
     SqlModelVersionRepository,
@@ -161,6 +163,9 @@ class Container:
     ingest: IngestService
     items: ItemCatalog
     pipeline: Pipeline
+    # What a killed process leaves half-done in ingestion, found and repaired (serve's
+    # start-up, relata doctor).
+    recovery: Recovery
     # Hybrid search over the legs above, with explanations.
     search: SearchService
     # Cited answers: search, then the model over the retrieved excerpts (fails safe).
@@ -289,6 +294,14 @@ def build(
         **({"order": stage_order} if stage_order is not None else {}),
     )
     ingest, items = _build_ingestion(settings, clock, repos, pipeline, vectors, audit)
+    recovery = Recovery(
+        OriginalStore(settings.data_path),
+        SqlIngestLedger(db),
+        items,
+        pipeline,
+        clock,
+        grace=timedelta(seconds=settings.recovery_grace_seconds),
+    )
     reembed = _build_embedding(
         settings, clock, repos, registry, queue, pipeline, embedder, vectors, metrics, audit
     )
@@ -333,6 +346,7 @@ def build(
         ingest=ingest,
         items=items,
         pipeline=pipeline,
+        recovery=recovery,
         search=search,
         answers=AnswerService(search, analysis, repos.contradictions, metrics=metrics),
         reembed=reembed,

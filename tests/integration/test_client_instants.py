@@ -7,7 +7,6 @@ and the CLI, and the web's token expiry and library filters. The item and search
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,6 +19,7 @@ from relata.config.settings import Settings
 from relata.domain.models import CLI_ACTOR
 from relata.domain.vocabulary import Role
 from tests.support.api import api_client, make_user
+from tests.support.cli import point_cli_at
 from tests.support.ingest import built
 from tests.support.web import csrf, web_client
 
@@ -41,12 +41,7 @@ def client(c: Container) -> Iterator[TestClient]:
 
 @pytest.fixture
 def cli(c: Container, monkeypatch: pytest.MonkeyPatch) -> Container:
-    for key in [k for k in os.environ if k.startswith("RELATA_")]:
-        monkeypatch.delenv(key)
-    monkeypatch.setenv("RELATA_DATA_DIR", c.settings.data_dir)
-    monkeypatch.setenv("RELATA_DATABASE_URL", c.settings.resolved_database_url)
-    monkeypatch.setenv("RELATA_EMBEDDING_PROVIDER", "none")
-    return c
+    return point_cli_at(c, monkeypatch)
 
 
 def _field_error(resp: Any, field: str) -> str:
