@@ -148,8 +148,9 @@ class Pipeline:
             priority=self.priority(kind),
         )
 
-    def start(self, payload: StagePayload) -> Job:
-        """Enqueue the first stage of a pass over an item (the item was just stored)."""
+    def start(self, payload: StagePayload, *, durable: bool = True) -> Job:
+        """Enqueue the first stage of a pass over an item (the item was just stored);
+        ``durable=False`` when the caller makes it durable with a later commit."""
         first = self.kinds[0]
         return self._queue.enqueue(
             job_kind(first),
@@ -157,6 +158,7 @@ class Pipeline:
             payload.to_payload(),
             idempotency_key=stage_key(job_kind(first), payload.item_id, payload.generation),
             priority=self.priority(first),
+            durable=durable,
         )
 
     def reprocess(
@@ -286,7 +288,7 @@ class Pipeline:
         status = ItemStatus.PROCESSING if following is not None else ItemStatus.READY
         with (
             ctx.settlement.settling(completes=bool(ctx.owner)),
-            self._uow.begin(p.workspace_id) as tx,
+            self._uow.begin(p.workspace_id, durable=False) as tx,
         ):
             result.write(tx)
             for run in runs:
@@ -336,7 +338,7 @@ class Pipeline:
             error=error,
         )
         try:
-            with self._uow.begin(p.workspace_id) as tx:
+            with self._uow.begin(p.workspace_id, durable=False) as tx:
                 tx.set_item_status(
                     p.item_id, ItemStatus.FAILED, error=error, failed_stage=str(stage.kind)
                 )
