@@ -221,6 +221,10 @@ class SqliteVecStore:
         """The vec0 table of this store's width."""
         return self._sql.table
 
+    def prepare(self) -> None:
+        """Nothing to check ahead: sqlite-vec is loaded with every connection, and the
+        tables are created in the file by the first call that needs them."""
+
     def _ensure_schema(self) -> None:
         if self._ready:
             return
