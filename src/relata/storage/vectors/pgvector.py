@@ -10,14 +10,15 @@ table is created on first use, or at start-up by ``prepare`` (``relata migrate``
 extension is needed only by deployments that choose this store.
 
 A search is a filtered search inside the index scan: pgvector 0.8's iterative scan
-(``hnsw.iterative_scan = relaxed_order``) keeps walking the graph until ``k`` rows pass the
+(``hnsw.iterative_scan = relaxed_order``) keeps walking the graph until enough rows pass the
 workspace and the other filters, with ``hnsw.ef_search`` raised to at least ``k``, both set
-for the query's own transaction only. When the index scan still yields fewer than ``k`` rows
-(a filter so selective that the scan gives up at ``hnsw.max_scan_tuples``, or simply fewer
-rows), the same query is answered exactly from the filtered rows, so a filtered search always
-returns its ``k`` rows when they exist. Scores are computed from the stored vectors and the
-hits ordered by ``ranked`` (best first, ties by chunk id), whatever order the relaxed scan
-produced them in.
+for the query's own transaction only. The scan is asked for ``2k`` rows and the best ``k`` by
+exact distance are kept (relaxed order may yield a closer row after a farther one). When it
+yields fewer than ``k`` rows (a filter so selective that the scan gives up at
+``hnsw.max_scan_tuples``, or simply fewer rows), the same query is answered exactly from the
+filtered rows, so a filtered search always returns its ``k`` rows when they exist. Scores are
+computed from the stored vectors and the hits ordered by ``ranked`` (best first, ties by
+chunk id), whatever order the relaxed scan produced them in.
 
 Vectors cross the wire as pgvector's text form (``[x,y,...]``) with nine significant digits,
 which round-trips every float32 exactly: no driver type to register on the shared engine.
@@ -44,10 +45,9 @@ from relata.storage.vectors.validation import (
     Vector,
     check_dimensions,
     check_limit,
-    cosine_similarity_from_distance,
     prepare_batch,
     prepare_search,
-    ranked,
+    ranked_by_distance,
     require_workspace,
     unit_vector,
 )
@@ -64,6 +64,8 @@ HNSW_EF_CONSTRUCTION = 64
 #: Candidates the index scan keeps per step; raised to ``k`` for larger ``k`` (its limit is
 #: 1000, ``MAX_K``).
 DEFAULT_EF_SEARCH = 100
+#: Rows a search takes from the index scan, as a multiple of ``k``, before keeping the best k.
+OVERFETCH = 2
 _DELETE_BATCH = 1000  # rows per transaction when a whole workspace is deleted
 # One number for the advisory lock that serialises this module's DDL across processes
 # (CREATE ... IF NOT EXISTS is not safe against a concurrent identical CREATE).
@@ -288,7 +290,12 @@ class PgvectorStore:
         )
         with self._db.read(shared=False) as conn:
             conn.execute(_SCAN_SETTINGS, {"ef": str(max(self._ef_search, k))})
-            rows = conn.execute(sa.text(f"{candidates} ORDER BY distance LIMIT :k"), params).all()
+            # Twice k from the index scan, the best k kept: relaxed order may hand a closer
+            # row over after a farther one, and the few extra rows cost little.
+            rows = conn.execute(
+                sa.text(f"{candidates} ORDER BY distance LIMIT :fetch"),
+                {**params, "fetch": OVERFETCH * k},
+            ).all()
             if len(rows) < k:
                 self.exact_searches += 1
                 # The index scan gave up before finding k rows, or there are fewer: the
@@ -302,16 +309,7 @@ class PgvectorStore:
                     ),
                     params,
                 ).all()
-        return ranked(
-            [
-                VectorHit(
-                    chunk_id=str(r[0]),
-                    item_id=str(r[1]),
-                    score=cosine_similarity_from_distance(r[2]),
-                )
-                for r in rows
-            ]
-        )
+        return ranked_by_distance(rows)[:k]
 
     def item_vectors(
         self, workspace_id: str, item_id: str, *, limit: int = 256
