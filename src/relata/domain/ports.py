@@ -733,6 +733,12 @@ class VectorStore(Protocol):
 
     dimensions: int
 
+    def prepare(self) -> None:
+        """Check and create what the store needs before its first vector (pgvector: the
+        extension and the table), raising ``ConfigError`` with the operator's fix; called at
+        start-up by ``relata migrate``, ``serve`` and ``worker``. Idempotent."""
+        ...
+
     def upsert(self, records: Sequence[VectorRecord]) -> None: ...
     def search(
         self,
