@@ -134,7 +134,7 @@ def revoke_invitation(
     return Response(status_code=204)
 
 
-@router.post("/invitations/accept", response_model=MyWorkspaceOut, responses=errors(409))
+@router.post("/invitations/accept", response_model=MyWorkspaceOut, responses=errors(404, 409))
 def accept_invitation(body: CodeIn, p: PrincipalDep, c: ContainerDep) -> MyWorkspaceOut:
     """Join the invitation's workspace with its role; the code is used up. 404 for any code
     that cannot be used; 409 ``already_member`` (nothing changes). Signed in only."""
@@ -142,7 +142,7 @@ def accept_invitation(body: CodeIn, p: PrincipalDep, c: ContainerDep) -> MyWorks
     return MyWorkspaceOut.of(joined.workspace, joined.role)
 
 
-@router.post("/invitations/decline", status_code=204)
+@router.post("/invitations/decline", status_code=204, responses=errors(404))
 def decline_invitation(body: CodeIn, p: PrincipalDep, c: ContainerDep) -> Response:
     """Refuse the invitation: the code is used up and nobody joins. 404 for any code that
     cannot be used. Signed in only."""
