@@ -395,9 +395,7 @@ def test_every_settings_form_refuses_a_post_without_its_token(embedded: Containe
     status, _ = _create_token(owner, name="keep")
     assert status == 201
     [kept] = embedded.tokens.list(ws)
-    _, pending = embedded.invitations.create(
-        ws, Role.VIEWER, created_by=None, actor=CLI_ACTOR
-    )
+    _, pending = embedded.invitations.create(ws, Role.VIEWER, created_by=None, actor=CLI_ACTOR)
     for path, data in (
         ("reembed", {"all": "true"}),
         ("tokens", {"name": "forged"}),

@@ -35,8 +35,8 @@ from starlette.responses import RedirectResponse, Response
 
 from relata.api.deps import container
 from relata.api.errors import status_for
-from relata.api.v1.model_status import ModelStatusOut
 from relata.api.v1.invitations import InvitationOut
+from relata.api.v1.model_status import ModelStatusOut
 from relata.api.v1.tokens import TokenOut
 from relata.api.v1.workspaces import MemberOut
 from relata.auth.invitations import DEFAULT_DAYS, MAX_DAYS
