@@ -19,7 +19,7 @@ import json
 import sys
 from typing import Any
 
-from relata.cli.common import CliError, add_workspace_option, open_container
+from relata.cli.common import CliError, add_workspace_option, open_container, server_url
 
 _ROLES = ("owner", "editor", "viewer")
 
@@ -169,8 +169,7 @@ def _invite(args: argparse.Namespace) -> int:
         code, invitation = c.invitations.create(
             ws.id, Role(args.role), days=args.days, created_by=None, actor=CLI_ACTOR
         )
-        host, port = c.settings.http_addr
-    base = f"http://{f'[{host}]' if ':' in host else host}:{port}"
+        base = server_url(c.settings)
     print(f"{base}{accept_path(code)}")
     print(
         f"invitation {invitation.id} to {ws.slug} as {invitation.role.value}, until "
