@@ -10,6 +10,7 @@ must keep small.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -106,5 +107,11 @@ def call(
         "server": ("127.0.0.1", 8080),
         "state": {},
     }
-    asyncio.run(app(scope, receive, send))
+
+    async def run() -> None:
+        await app(scope, receive, send)
+
+    # In a thread of its own: this thread may already run an event loop (Playwright's).
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pool.submit(lambda: asyncio.run(run())).result()
     return answer

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import urllib.parse
+from typing import Any
 
 import pytest
 from starlette.requests import Request
@@ -15,10 +16,10 @@ from starlette.types import Receive, Scope, Send
 from relata.api.errors import domain_error_response
 from relata.api.limits import SIGN_IN_MAX_BYTES, BodyKind, BodyLimitMiddleware, BodyLimits
 from relata.auth.passwords import MAX_LENGTH as MAX_PASSWORD
-from relata.config.settings import Settings
+from relata.config.settings import load_settings
 from relata.domain.errors import RelataError
 from relata.search.answers import MAX_QUESTION_CHARS
-from tests.support.asgi import call, endless
+from tests.support.asgi import Answer, call, endless
 
 JSON_LIMIT = 8192
 CHUNK = 64 * 1024
@@ -56,13 +57,16 @@ def _limited(
     )
 
 
+def _post(app: BodyLimitMiddleware, *headers: tuple[str, str], **kw: Any) -> Answer:
+    """A POST with credentials (the body limits apply to everyone)."""
+    return call(app, "POST", "/x", headers=[("authorization", "Bearer x"), *headers], **kw)
+
+
 def test_a_declared_length_over_the_limit_is_413_before_the_app_runs_or_a_byte_is_read() -> None:
     handler = Handler()
-    answer = call(
+    answer = _post(
         _limited(handler),
-        "POST",
-        "/x",
-        headers=[("authorization", "Bearer x"), ("content-length", str(JSON_LIMIT + 1))],
+        ("content-length", str(JSON_LIMIT + 1)),
         chunks=endless(b"x" * CHUNK),
     )
     assert answer.status == 413 and not handler.ran
@@ -76,11 +80,8 @@ def test_a_declared_length_over_the_limit_is_413_before_the_app_runs_or_a_byte_i
 @pytest.mark.parametrize("chunk", [1, 1000, CHUNK])
 def test_a_body_without_a_declared_length_is_cut_off_one_chunk_past_the_limit(chunk: int) -> None:
     handler = Handler()
-    answer = call(
+    answer = _post(
         _limited(handler),
-        "POST",
-        "/x",
-        headers=[("authorization", "Bearer x")],
         chunks=endless(b"x" * chunk),
     )
     # The app ran and answered 400 to its failed read: that answer is replaced by the 413.
@@ -94,11 +95,8 @@ def test_a_body_trickled_below_the_least_rate_is_cut_off_with_408() -> None:
     """10 bytes every 50 ms (200 bytes a second) against a least rate of 1000: the client's
     allowance (the grace and 1 ms per byte) runs out whatever the machine's speed."""
     handler = Handler()
-    answer = call(
+    answer = _post(
         _limited(handler, min_rate=1000, grace=0.2),
-        "POST",
-        "/x",
-        headers=[("authorization", "Bearer x")],
         chunks=[b"x" * 10] * 200,
         pause=0.05,
     )
@@ -108,11 +106,8 @@ def test_a_body_trickled_below_the_least_rate_is_cut_off_with_408() -> None:
 
 
 def test_a_client_that_sends_no_body_at_all_is_cut_off_after_the_grace() -> None:
-    answer = call(
+    answer = _post(
         _limited(Handler(), min_rate=1000, grace=0.1),
-        "POST",
-        "/x",
-        headers=[("authorization", "Bearer x")],
         chunks=[b"x"],
         pause=3600,
     )
@@ -121,11 +116,8 @@ def test_a_client_that_sends_no_body_at_all_is_cut_off_after_the_grace() -> None
 
 def test_a_body_at_the_least_rate_or_faster_is_read_whole() -> None:
     handler = Handler()
-    answer = call(
+    answer = _post(
         _limited(handler, min_rate=1000, grace=1.0),
-        "POST",
-        "/x",
-        headers=[("authorization", "Bearer x")],
         chunks=[b"x" * 1000] * 8,
     )
     assert answer.status == 200 and answer.body == b"read 8000"
@@ -133,11 +125,8 @@ def test_a_body_at_the_least_rate_or_faster_is_read_whole() -> None:
 
 def test_a_body_at_the_limit_reaches_the_app_whole() -> None:
     handler = Handler()
-    answer = call(
+    answer = _post(
         _limited(handler),
-        "POST",
-        "/x",
-        headers=[("authorization", "Bearer x")],
         chunks=[b"x" * 1000] * (JSON_LIMIT // 1000) + [b"x" * (JSON_LIMIT % 1000)],
     )
     assert answer.status == 200 and answer.body == f"read {JSON_LIMIT}".encode()
@@ -146,7 +135,7 @@ def test_a_body_at_the_limit_reaches_the_app_whole() -> None:
 def test_the_largest_legitimate_bodies_fit_the_default_limits() -> None:
     """At their longest, in the widest encoding a client may choose (every character
     escaped), the bodies of each class fit its default limit."""
-    defaults = Settings()
+    defaults = load_settings({})
     astral = "\U0001f600"  # 4 bytes in UTF-8, 12 as JSON escapes, 12 percent-encoded
     question = json.dumps({"question": astral * MAX_QUESTION_CHARS, "limit": 20})
     assert len(question) <= defaults.max_json_bytes

@@ -116,7 +116,7 @@ def test_the_sign_in_page_sets_a_strict_short_lived_pre_session_cookie(c: Contai
     client = web_app_client(c)
     r = client.get("/sign-in")
     cookie = r.headers["set-cookie"]
-    assert cookie.startswith("relata_presession=")
+    assert cookie.startswith("relata_signin=")
     assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Max-Age=7200" in cookie
     assert 'name="csrf_token"' in r.text
     again = client.get("/sign-in")  # the same browser keeps its cookie: every tab's form works
@@ -127,7 +127,7 @@ def test_the_sign_in_page_sets_a_strict_short_lived_pre_session_cookie(c: Contai
 def test_over_https_the_pre_session_cookie_is_secure_and_host_prefixed(c: Container) -> None:
     client = _client(c, "https://localhost")
     cookie = client.get("/sign-in").headers["set-cookie"]
-    assert cookie.startswith("__Host-relata_presession=") and "Secure" in cookie
+    assert cookie.startswith("__Host-relata_signin=") and "Secure" in cookie
     assert sign_in(client, "ann").status_code == 303 and _signed_in(client)
 
 
@@ -157,7 +157,7 @@ def test_another_browsers_token_does_not_sign_this_one_in(c: Container) -> None:
     assert r.status_code == 403 and not _signed_in(victim)
     without_cookie = web_app_client(c).post("/sign-in", data=planted)
     assert without_cookie.status_code == 403
-    assert without_cookie.headers["set-cookie"].startswith("relata_presession=")  # to retry
+    assert without_cookie.headers["set-cookie"].startswith("relata_signin=")  # to retry
 
 
 def test_a_sign_in_replaces_the_pre_session_cookie(c: Container) -> None:
@@ -166,7 +166,7 @@ def test_a_sign_in_replaces_the_pre_session_cookie(c: Container) -> None:
     assert r.status_code == 303
     cookies = r.headers.get_list("set-cookie")
     assert any(h.startswith("relata_session=") for h in cookies)
-    assert any(h.startswith("relata_presession=") and "Max-Age=0" in h for h in cookies)
+    assert any(h.startswith("relata_signin=") and "Max-Age=0" in h for h in cookies)
 
 
 # ---------------------------------------------------------------- too many failures

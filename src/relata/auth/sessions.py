@@ -29,8 +29,8 @@ from relata.ids import hash_token, new_id, new_token, tokens_equal
 COOKIE_NAME = "relata_session"
 SECURE_COOKIE_NAME = "__Host-relata_session"
 #: The pre-session cookie of the sign-in form (``csrf_token_for`` its value is the form's token).
-PRESESSION_COOKIE = "relata_presession"
-SECURE_PRESESSION_COOKIE = "__Host-relata_presession"
+PRESESSION_COOKIE = "relata_signin"
+SECURE_PRESESSION_COOKIE = "__Host-relata_signin"
 #: How long a sign-in form stays valid after it was first shown.
 PRESESSION_MAX_AGE = timedelta(hours=2)
 TOUCH_INTERVAL = timedelta(minutes=1)
