@@ -20,6 +20,11 @@ from relata.bootstrap import Container, build
 from relata.config.settings import Settings
 from relata.storage.sql import migrate
 from relata.storage.sql.engine import Database
+from tests.support.pgvector_server import (  # noqa: F401 (fixtures)
+    pgvector_server,
+    pgvector_settings,
+    pgvector_url,
+)
 
 PG_URL = os.environ.get("RELATA_TEST_POSTGRES_URL", "")
 REQUIRE_PG = os.environ.get("RELATA_REQUIRE_POSTGRES") == "1"
@@ -94,9 +99,22 @@ def db(database_url: str) -> Iterator[Database]:
         database.dispose()
 
 
+# The Debian PostgreSQL at RELATA_TEST_POSTGRES_URL has no pgvector, so tests keep vectors in
+# sqlite-vec (beside PostgreSQL: vectors.db in the data dir) unless they choose otherwise; the
+# pgvector store runs on tests/support/pgvector_server.py (the ``pgvector_url`` fixture).
+TEST_VECTOR_STORE = "sqlite-vec"
+
+
+@pytest.fixture(autouse=True)
+def _test_vector_store(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RELATA_VECTOR_STORE", TEST_VECTOR_STORE)
+
+
 @pytest.fixture
 def settings(tmp_path: Path, database_url: str) -> Settings:
-    return Settings(data_dir=str(tmp_path / "data"), database_url=database_url)
+    return Settings(
+        data_dir=str(tmp_path / "data"), database_url=database_url, vector_store=TEST_VECTOR_STORE
+    )
 
 
 @pytest.fixture

@@ -51,6 +51,7 @@ def _migrate(_: argparse.Namespace) -> int:
     with open_container(log=False, schema="any") as c:
         before = migrate.current_revision(c.db)
         after = migrate.upgrade(c.db)
+        c.vectors.prepare()  # pgvector: the extension and the table, or the operator's fix
     print(
         f"database at revision {after}" + (" (was " + str(before) + ")" if before != after else "")
     )
@@ -136,6 +137,7 @@ def _serve(_: argparse.Namespace) -> int:
         raise CliError(refusal)
     with open_container(schema="any") as c:
         rev = migrate.upgrade(c.db)
+        c.vectors.prepare()
         c.workspaces.ensure(settings.default_workspace)
         if c.accounts.count() == 0:
             print(

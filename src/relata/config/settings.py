@@ -619,15 +619,17 @@ SETTINGS: tuple[Setting, ...] = (
         "Chunks one re-embed job embeds before re-enqueuing itself for the rest, so no "
         "lease is held for long (`relata reembed`).",
     ),
-    # Vector store (docs/decisions/0008-vector-stores.md).
+    # Vector store (docs/decisions/0008-vector-stores.md, 0031-pgvector-store.md).
     Setting(
         "RELATA_VECTOR_STORE",
         "vector_store",
-        _choice("sqlite-vec", "qdrant"),
-        "sqlite-vec",
-        "sqlite-vec, qdrant",
-        "Where vectors live: `sqlite-vec` (embedded: in the SQLite database, or in "
-        "`vectors.db` in the data dir when RELATA_DATABASE_URL is PostgreSQL) or `qdrant`.",
+        _choice("auto", "", "sqlite-vec", "pgvector", "qdrant"),
+        "auto",
+        "auto (or empty), sqlite-vec, pgvector, qdrant",
+        "Where vectors live. `auto` decides by the database: `pgvector` with PostgreSQL (in "
+        "the same database; needs the pgvector 0.8+ extension), `sqlite-vec` with SQLite (in "
+        "the same file). `sqlite-vec` beside PostgreSQL keeps them in `vectors.db` in the "
+        "data dir; `qdrant` uses RELATA_QDRANT_URL.",
     ),
     Setting(
         "RELATA_VECTOR_MEMORY_MB",
@@ -825,7 +827,7 @@ class Settings:
     embedding_threads: int = 1
     embedding_timeout: float = 60.0
     reembed_batch_size: int = 256
-    vector_store: str = "sqlite-vec"
+    vector_store: str = "auto"
     vector_memory_mb: int = 256
     qdrant_url: str = ""
     qdrant_api_key: str = dataclasses.field(default="", repr=False)
