@@ -50,6 +50,7 @@ DEADLINE = 300.0  # seconds: generous, for a loaded machine; never an assertion 
 UPLOADS_PER_ROUND = 40
 CLIENTS = 12
 KILL_AFTER = 15  # 2xx answers per round before the SIGKILL
+RETRIES = 50  # of an upload answered 503 (admission control: every ingestion slot taken)
 
 
 def _free_port() -> int:
@@ -189,21 +190,25 @@ def _assert_nothing_half_written(data: Path) -> None:
 
 # ---------------------------------------------------------------- 1. uploads
 def _upload(base: str, token: str, n: int) -> tuple[int, str | None]:
-    """One upload, as a file or as JSON text: (status, item id), status 0 on no answer."""
+    """One upload, as a file or as JSON text: (status, item id), status 0 on no answer. A
+    503 (every ingestion slot taken) is retried after its Retry-After, a bounded number of
+    times, as a client would."""
     headers = {"Authorization": f"Bearer {token}"}
     text = document(n)
-    try:
-        if n % 2:
-            r = httpx.post(
-                f"{base}/api/v1/items",
-                headers=headers,
-                files={"file": (f"report-{n}.md", text.encode(), "text/markdown")},
-                timeout=60,
-            )
-        else:
-            r = httpx.post(f"{base}/api/v1/items", headers=headers, json={"text": text}, timeout=60)
-    except httpx.HTTPError:
-        return 0, None
+    for _ in range(RETRIES):
+        try:
+            if n % 2:
+                files = {"file": (f"report-{n}.md", text.encode(), "text/markdown")}
+                r = httpx.post(f"{base}/api/v1/items", headers=headers, files=files, timeout=60)
+            else:
+                r = httpx.post(
+                    f"{base}/api/v1/items", headers=headers, json={"text": text}, timeout=60
+                )
+        except httpx.HTTPError:
+            return 0, None
+        if r.status_code != 503:
+            break
+        time.sleep(min(1.0, float(r.headers.get("retry-after", "1"))))
     return r.status_code, (r.json().get("id") if r.status_code == 201 else None)
 
 
