@@ -57,6 +57,7 @@ from relata.entities.stage import EntityStage
 from relata.ingest.admission import Admission
 from relata.ingest.catalog import ItemCatalog
 from relata.ingest.originals import OriginalStore
+from relata.ingest.recovery import Recovery
 from relata.ingest.service import IngestService
 from relata.ingest.stages import ChunkSettings, ChunkStage, ParseStage
 from relata.jobs.queue import JobQueue
@@ -66,6 +67,7 @@ from relata.jobs.worker import WorkerPool
 from relata.observability.metrics import Metrics
 from relata.parsing import limits_from_settings
 from relata.pipeline import Pipeline, Requirement, Stage
+from relata.providers.http import make_client
 from relata.ranking.fusion import FusionConfig
 from relata.relationships.service import RelationshipService
 from relata.relationships.stage import RelationshipStage
@@ -83,6 +85,7 @@ from relata.storage.sql.invitations import SqlInvitationRepository
 from relata.storage.sql.items import SqlItemRepository
 from relata.storage.sql.jobs import SqlJobRepository
 from relata.storage.sql.knowledge import SqlRelationshipRepository
+from relata.storage.sql.ledger import SqlIngestLedger
 from relata.storage.sql.records import (
     SqlAuditRepository,
     SqlModelVersionRepository,
@@ -164,6 +167,9 @@ class Container:
     ingest: IngestService
     items: ItemCatalog
     pipeline: Pipeline
+    # What a killed process leaves half-done in ingestion, found and repaired (serve's
+    # start-up, relata doctor).
+    recovery: Recovery
     # Hybrid search over the legs above, with explanations.
     search: SearchService
     # Cited answers: search, then the model over the retrieved excerpts (fails safe).
@@ -294,6 +300,14 @@ def build(
         **({"order": stage_order} if stage_order is not None else {}),
     )
     ingest, items = _build_ingestion(settings, clock, repos, pipeline, vectors, audit)
+    recovery = Recovery(
+        OriginalStore(settings.data_path),
+        SqlIngestLedger(db),
+        items,
+        pipeline,
+        clock,
+        grace=timedelta(seconds=settings.recovery_grace_seconds),
+    )
     reembed = _build_embedding(
         settings, clock, repos, registry, queue, pipeline, embedder, vectors, metrics, audit
     )
@@ -338,6 +352,7 @@ def build(
         ingest=ingest,
         items=items,
         pipeline=pipeline,
+        recovery=recovery,
         search=search,
         answers=AnswerService(search, analysis, repos.contradictions, metrics=metrics),
         reembed=reembed,
@@ -376,7 +391,10 @@ def _build_oidc(
     )
     if config is None:
         return None
-    return OidcService(config, SqlFederatedIdentities(db), accounts, clock, audit=audit)
+    # The safe HTTP path's client (no redirects, explicit timeouts); its get/post bound
+    # every answer's size (relata.auth.oidc.provider).
+    http = make_client(config.timeout)
+    return OidcService(config, SqlFederatedIdentities(db), accounts, clock, audit=audit, http=http)
 
 
 def _build_accounts(

@@ -72,6 +72,10 @@ class WorkspaceService:
         )
         return created, True
 
+    def all(self) -> list[Workspace]:
+        """Every workspace, by slug (maintenance: ``relata doctor`` checks each)."""
+        return self._repo.list()
+
     def get(self, workspace_id: str) -> Workspace:
         """The workspace with this id (NotFound when there is none)."""
         return self._repo.get(workspace_id)

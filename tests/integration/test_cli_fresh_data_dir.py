@@ -37,6 +37,7 @@ READING = {
     "related": ["related", SOME_ID],
     "review": ["review"],
     "audit": ["audit"],
+    "doctor": ["doctor"],
     "users": ["users", "list"],
     "tokens": ["tokens", "list"],
     "workspaces": ["workspaces", "list"],

@@ -1,6 +1,8 @@
 """An upload known to be over a parse limit is refused at upload time (``TooLarge``, over
 HTTP a 413) naming the limit, and nothing of it is kept: no item row, no stored original, no
-job. The probe's 48 MB JSON and 127 MB-of-XML DOCX, at their real sizes."""
+job. The probe's 48 MB JSON and 127 MB-of-XML DOCX, at their real sizes, and (issue 28) the
+10 MiB of plain text sent as the ``text`` of a JSON body, which was accepted and then failed
+by the parse stage; inline text is measured in UTF-8 bytes against the upload limit."""
 
 from __future__ import annotations
 
@@ -58,8 +60,15 @@ def test_the_upload_time_character_limit_is_the_configured_one(settings: Setting
         with pytest.raises(TooLarge, match="limit of 1000 characters"):
             c.ingest.ingest(ws, IngestRequest(text="word " * 500))
         _nothing_kept(c)
-        item = c.ingest.ingest(ws, IngestRequest(text="word " * 300))  # may still fit
+        # 1499 characters of plain text once trimmed: over the limit, so refused now rather
+        # than stored and failed by the parse stage (it was accepted before: issue 28).
+        with pytest.raises(TooLarge, match="limit of 1000 characters"):
+            c.ingest.ingest(ws, IngestRequest(text="word " * 300))
+        _nothing_kept(c)
+        item = c.ingest.ingest(ws, IngestRequest(text="word " * 200))  # 999: fits
         assert item.status is ItemStatus.PENDING and c.repos.items.count(ws) == 1
+        drain(c)
+        assert c.repos.items.get(ws, item.id).status is ItemStatus.READY
 
 
 def _refused(client: TestClient, c: Container, data: bytes, filename: str) -> dict[str, Any]:
@@ -88,3 +97,37 @@ def test_the_probed_hollow_docx_upload_is_413_naming_the_body_size_limit(
     data = make_hollow_docx(127_000_000)
     err = _refused(client, c, data, "minutes.docx")
     assert "word/document.xml" in err["message"] and "67108864 bytes" in err["message"]
+
+
+TEN_MIB_OF_WORDS = "word " * (2 * 1024 * 1024)  # 10 MiB; 10,485,759 characters once trimmed
+
+
+def test_ten_mib_of_inline_text_is_413_at_upload_naming_the_character_limit(
+    client: TestClient, c: Container
+) -> None:
+    resp = client.post("/api/v1/items", json={"text": TEN_MIB_OF_WORDS})
+    assert resp.status_code == 413, resp.text[:500]
+    err = resp.json()["error"]
+    assert err["code"] == "content_too_large" and err["field"] == "content"
+    assert "limit of 10000000 characters (RELATA_PARSE_MAX_CHARS)" in err["message"]
+    _nothing_kept(c)
+
+
+def test_the_same_text_as_a_file_is_413_too(client: TestClient, c: Container) -> None:
+    err = _refused(client, c, TEN_MIB_OF_WORDS.encode(), "words.txt")
+    assert "RELATA_PARSE_MAX_CHARS" in err["message"]
+
+
+def test_inline_text_is_measured_in_utf8_bytes_against_the_upload_limit(
+    settings: Settings,
+) -> None:
+    with built(settings, max_upload_bytes=1024) as c, api_client(c) as client:
+        text = "é" * 600  # 600 characters, 1200 bytes in UTF-8
+        resp = client.post("/api/v1/items", json={"text": text})
+        assert resp.status_code == 413, resp.text
+        err = resp.json()["error"]
+        assert err["field"] == "text" and "1200 bytes" in err["message"]
+        assert "RELATA_MAX_UPLOAD_BYTES" in err["message"]
+        _nothing_kept(c)
+        made = client.post("/api/v1/items", json={"text": "é" * 500})  # 1000 bytes: fits
+        assert made.status_code == 201, made.text

@@ -686,7 +686,7 @@ class MemoryJobRepository:
     def __init__(self, store: MemoryStore | None = None) -> None:
         self._store = store or MemoryStore()
 
-    def enqueue(self, job: Job) -> Job:
+    def enqueue(self, job: Job, *, durable: bool = True) -> Job:
         """Store a pending job, or return the pending job that already has its key."""
         store = self._store
         with store.lock:
@@ -934,7 +934,7 @@ class MemoryUnitOfWork:
         self._store = store
 
     @contextmanager
-    def begin(self, workspace_id: str) -> Iterator[MemoryStageTransaction]:
+    def begin(self, workspace_id: str, *, durable: bool = True) -> Iterator[MemoryStageTransaction]:
         if not workspace_id:
             raise MissingWorkspace("a unit of work needs a workspace")
         with self._store.transaction():

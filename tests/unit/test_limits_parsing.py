@@ -59,8 +59,12 @@ def test_sniff_and_parse_refuse_the_same_over_long_text(source_type: SourceType)
         sniff(over, limits=limits)
     with pytest.raises(TooLarge, match="RELATA_PARSE_MAX_CHARS"):
         parse(over, source_type, limits=limits)
-    # Within twice the limit the extracted text may still fit: sniffing lets the parser decide.
-    assert sniff(b"word " * 399, limits=limits) is SourceType.TEXT
+    # Within twice the limit Markdown's extracted text may still fit (its markup goes):
+    # sniffing lets the parser decide. Plain text's extracted length is known exactly, so it
+    # is refused at once (``check_text_chars``), as the parser would refuse it.
+    assert sniff(b"word " * 399, filename="notes.md", limits=limits) is SourceType.MARKDOWN
+    with pytest.raises(TooLarge, match="RELATA_PARSE_MAX_CHARS"):
+        sniff(b"word " * 399, limits=limits)
 
 
 @settings(max_examples=200, deadline=None)

@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
 
-from relata.domain.errors import ValidationError
+from relata.domain.errors import TooLarge, ValidationError
 from relata.domain.models import SourceType
-from relata.parsing import Document, markdown, parse
+from relata.parsing import Document, ParseLimits, markdown, parse, sniff
+from relata.parsing.text import check_text_chars
 
 
 def assert_blocks_slice_text(doc: Document) -> None:
@@ -217,3 +220,53 @@ def test_markdown_is_parsed_in_segments_without_losing_structure(
     assert "\n".join(pieces) == source
     assert not any(p.count("```") == 1 for p in pieces), "a fence was cut in two"
     assert parse(source.encode(), SourceType.MARKDOWN) == whole
+
+
+# ---------------------------------------------------------------- plain text over the limit
+_LIMITS = ParseLimits(max_chars=1000)
+
+
+_SEPARATORS = ["\n", "\n\n", "\n\n\n", "\r\n\r\n", " \t\n\n", "\x0c", " "]
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 40),
+            st.sampled_from(["word ", "é ", "word\t"]),
+            st.sampled_from(_SEPARATORS),
+        ),
+        min_size=4,
+        max_size=25,
+    )
+)
+@settings(max_examples=300, deadline=None)
+def test_upload_refuses_plain_text_exactly_when_its_parse_would(
+    paragraphs: list[tuple[int, str, str]],
+) -> None:
+    # The same verdict at upload (sniff) and at parse: nothing accepted then failed later.
+    text = "".join(word * n + sep for n, word, sep in paragraphs)
+    data = text.encode()
+    try:
+        parsed: Document | None = parse(data, SourceType.TEXT, limits=_LIMITS)
+    except TooLarge:
+        parsed = None
+    except ValidationError:  # empty, not a length matter
+        return
+    try:
+        check_text_chars(data.decode(), _LIMITS)
+        refused = False
+    except TooLarge as exc:
+        refused = True
+        assert "RELATA_PARSE_MAX_CHARS" in exc.message
+    event("refused" if refused else "accepted")
+    assert refused == (parsed is None)
+    if parsed is None:
+        assert len(text) > 1000
+
+
+def test_plain_text_just_over_the_limit_is_refused_at_sniff_naming_the_setting() -> None:
+    text = "word " * 300  # 1499 characters once the trailing space is trimmed
+    with pytest.raises(TooLarge, match=r"limit of 1000 characters \(RELATA_PARSE_MAX_CHARS\)"):
+        sniff(text.encode(), limits=_LIMITS)
+    assert sniff(("word " * 200).encode(), limits=_LIMITS) is SourceType.TEXT

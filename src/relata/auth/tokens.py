@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from relata.domain.errors import Forbidden, NotFound, Unavailable, ValidationError
+from relata.domain.instants import parse_instant
 from relata.domain.models import Actor, ApiToken
 from relata.domain.ports import ApiTokenRepository, AuditRecorder, Clock, UserRepository
 from relata.domain.vocabulary import AuditAction, AuditTarget, Role
@@ -67,6 +68,9 @@ class TokenService:
         if not creator_role.at_least(role):
             raise Forbidden(f"a {creator_role.value} cannot create a token with role {role.value}")
         now = self._clock.now()
+        # Normalised (aware UTC, years 1-9999) before any comparison or storage: an offset
+        # that pushes it past 9999-12-31 in UTC is a 400 here, not an overflow later.
+        expires_at = parse_instant(expires_at, "expires_at")
         if expires_at is not None and expires_at <= now:
             raise ValidationError("expires_at must be in the future", field="expires_at")
         secret, prefix = new_prefixed_secret(TOKEN_KIND)

@@ -13,7 +13,6 @@ import argparse
 import getpass
 import json
 import sys
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from relata.cli.common import CliError, add_workspace_option, open_container
@@ -70,7 +69,11 @@ def register(sub: Any) -> None:
     t.add_argument("--user", required=True, metavar="USERNAME", help="the token's owner")
     t.add_argument("--name", default="cli", help="what the token is for")
     t.add_argument("--role", choices=_ROLES, help="default: the user's role in the workspace")
-    t.add_argument("--expires", metavar="ISO", help="expiry date-time (UTC if naive)")
+    t.add_argument(
+        "--expires",
+        metavar="ISO",
+        help="expiry date or date-time (UTC if naive; a bare date: through that day)",
+    )
     add_workspace_option(t)
     t.set_defaults(handler=_tokens_create)
     tl = tsub.add_parser(
@@ -163,19 +166,11 @@ def _users_list(args: argparse.Namespace) -> int:
 
 
 def _tokens_create(args: argparse.Namespace) -> int:
+    from relata.domain.instants import parse_instant
     from relata.domain.models import CLI_ACTOR
     from relata.domain.vocabulary import Role
 
-    expires = None
-    if args.expires:
-        from datetime import UTC
-
-        try:
-            expires = datetime.fromisoformat(args.expires)
-        except ValueError:
-            raise CliError("--expires must be an ISO date or date-time") from None
-        if expires.tzinfo is None:
-            expires = expires.replace(tzinfo=UTC)
+    expires = parse_instant(args.expires, "--expires", end_of_day=True)
     with open_container(log=False) as c:
         ws = _workspace(c, args.workspace)
         user = c.accounts.get_by_username(args.user)

@@ -70,7 +70,7 @@ def _details(e: AuditEvent) -> str:
 
 
 def _audit(args: argparse.Namespace) -> int:
-    from relata.ingest.validation import parse_instant
+    from relata.domain.instants import parse_instant
 
     since = parse_instant(args.since, "--since")
     until = parse_instant(args.until, "--until", end_of_day=True)

@@ -24,6 +24,7 @@ from relata.cli import (
     admin,
     audit,
     claims,
+    doctor,
     entities,
     ingest,
     inspect,
@@ -69,6 +70,7 @@ _COMMANDS: tuple[ModuleType | Deferred, ...] = (
     audit,
     accounts,
     workspaces,
+    doctor,
     _BENCH,
     admin,
 )

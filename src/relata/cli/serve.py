@@ -1,5 +1,8 @@
 """``relata serve`` (HTTP plus in-process workers, the embedded default) and ``relata migrate``.
 
+Before serving, ``serve`` repairs what a killed process left half-done in ingestion
+(``relata.ingest.recovery``); it is the one process that does so at start-up.
+
 On SIGTERM/SIGINT the HTTP server stops accepting and finishes its requests first; then the
 workers drain, within one overall deadline of ``RELATA_SHUTDOWN_TIMEOUT`` seconds.
 """
@@ -21,6 +24,7 @@ from relata.cli.common import CliError, open_container, settings_or_exit, where
 if TYPE_CHECKING:
     import uvicorn
 
+    from relata.bootstrap import Container
     from relata.config.settings import Settings
 
 log = logging.getLogger("relata.serve")
@@ -30,7 +34,9 @@ def register(sub: Any) -> None:
     p = sub.add_parser(
         "serve",
         help="migrate, then serve HTTP on RELATA_HTTP_ADDR with in-process workers",
-        description="Apply pending migrations, ensure the default workspace, then serve the "
+        description="Apply pending migrations, ensure the default workspace, repair what a "
+        "killed process left half-done in ingestion (as `relata doctor --fix`, for what is "
+        "older than RELATA_RECOVERY_GRACE_SECONDS), then serve the "
         "HTTP API on RELATA_HTTP_ADDR and run RELATA_WORKERS background workers in the same "
         "process. The start-up log names the data dir and the database in use. SIGTERM or "
         "SIGINT stops it gracefully within RELATA_SHUTDOWN_TIMEOUT seconds.",
@@ -73,6 +79,32 @@ def insecure_refusal(host: str, allow_insecure: bool) -> str | None:
         f"RELATA_HTTP_ADDR={host} is not a loopback address and relata serves plain HTTP: "
         "passwords and session cookies would cross the network in clear. Serve it behind a "
         "TLS proxy and set RELATA_ALLOW_INSECURE_HTTP=true, or listen on 127.0.0.1"
+    )
+
+
+def _recover(c: Container) -> None:
+    """Repair what a killed process left half-done in ingestion (``relata.ingest.recovery``:
+    stray originals, unstarted uploads, interrupted deletes older than the grace period)
+    before serving. Only ``serve`` does it at start-up: workers never write originals, and
+    several of them may start at once. A failure is logged and serving goes on."""
+    from relata.domain.errors import RelataError
+
+    try:
+        report = c.recovery.run(fix=True, missing=False)
+    except (RelataError, OSError) as exc:
+        log.warning("recovery skipped", extra={"fields": {"error_type": type(exc).__name__}})
+        return
+    log.info(
+        "recovery",
+        extra={
+            "fields": {
+                "stray_originals": len(report.stray),
+                "unstarted_uploads": len(report.unstarted),
+                "interrupted_deletes": len(report.interrupted_deletes),
+                "younger_than_grace": len(report.young),
+                "grace_seconds": int(c.recovery.grace.total_seconds()),
+            }
+        },
     )
 
 
@@ -139,6 +171,7 @@ def _serve(_: argparse.Namespace) -> int:
         rev = migrate.upgrade(c.db)
         c.vectors.prepare()
         c.workspaces.ensure(settings.default_workspace)
+        _recover(c)
         if c.accounts.count() == 0:
             print(
                 "relata: no account yet; create the first administrator with "

@@ -390,6 +390,17 @@ SETTINGS: tuple[Setting, ...] = (
         "How long in-flight work gets to finish on SIGTERM/SIGINT.",
     ),
     Setting(
+        "RELATA_RECOVERY_GRACE_SECONDS",
+        "recovery_grace_seconds",
+        _int(0, 7 * 24 * 3600),
+        "3600",
+        "seconds (0-604800)",
+        "How old a stray stored original, an upload whose processing never started or an "
+        "interrupted delete must be before `relata serve` (at start-up) or `relata doctor "
+        "--fix` repairs it; younger ones may belong to work still under way in another "
+        "process. 0 repairs at once: only when nothing else uses the data dir.",
+    ),
+    Setting(
         "RELATA_WORKERS",
         "workers",
         _int(0, 64),
@@ -801,6 +812,7 @@ class Settings:
     log_format: str = "json"
     default_workspace: str = "default"
     shutdown_timeout: float = 30.0
+    recovery_grace_seconds: int = 3600
     workers: int = 2
     ai_concurrency: int = 2
     job_max_attempts: int = 5

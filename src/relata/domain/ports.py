@@ -378,8 +378,12 @@ class StageTransaction(Protocol):
 
 
 class UnitOfWork(Protocol):
-    def begin(self, workspace_id: str) -> AbstractContextManager[StageTransaction]:
-        """A write transaction: committed when the block ends, rolled back if it raises."""
+    def begin(
+        self, workspace_id: str, *, durable: bool = True
+    ) -> AbstractContextManager[StageTransaction]:
+        """A write transaction: committed when the block ends, rolled back if it raises.
+        ``durable=False`` for what the pipeline re-derives (a stage's result): its commit may
+        be lost to a power loss, never to a killed process (docs/decisions/0029)."""
         ...
 
     def snapshot(self) -> AbstractContextManager[None]:
@@ -814,8 +818,10 @@ class JobRepository(Protocol):
     every transition of a running job checks it and raises ``LeaseLost`` when it no longer
     holds, so a stale worker can never overwrite the new owner's result."""
 
-    def enqueue(self, job: Job) -> Job:
-        """Insert a pending job, or return the pending job that already has its key."""
+    def enqueue(self, job: Job, *, durable: bool = True) -> Job:
+        """Insert a pending job, or return the pending job that already has its key.
+        ``durable=False``: a commit a later durable one must make durable (the uploads of
+        ``relata.ingest``: their audit record; docs/decisions/0029)."""
         ...
 
     def get(self, workspace_id: str, job_id: str) -> Job: ...

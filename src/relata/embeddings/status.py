@@ -223,6 +223,18 @@ class ModelStatusService:
             not_embedded=by_model.get(None, 0),
         )
 
+    def stored_warnings(self, workspace_id: str) -> list[str]:
+        """The warnings about the workspace's stored vectors alone, with their fix (no
+        provider is contacted: ``relata doctor``); none without an embedding provider."""
+        if self._embedder is None:
+            return []
+        return _count_warnings(
+            self._embedder.model_id,
+            self._vectors.dimensions,
+            self.counts(workspace_id),
+            self._reembed_state(workspace_id),
+        )
+
     def _reembed_state(self, workspace_id: str) -> ReembedState | None:
         job = self._reembedder.latest(workspace_id)
         if job is None:
@@ -256,6 +268,14 @@ def _warnings(
         out.append(f"the analysis provider does not answer: {analysis.health.detail}")
     if not embedding.available:
         return out
+    return out + _count_warnings(embedding.model, embedding.dimensions, counts, reembed)
+
+
+def _count_warnings(
+    model: str | None, dimensions: int, counts: StoredCounts, reembed: ReembedState | None
+) -> list[str]:
+    """The warnings about the stored vectors, with an embedding provider configured."""
+    out: list[str] = []
     under_way = reembed is not None and reembed.status in {JobStatus.PENDING, JobStatus.RUNNING}
     hint = "re-embedding is under way" if under_way else REEMBED_HINT
     if counts.vectors != counts.chunks:
@@ -264,7 +284,7 @@ def _warnings(
         stamped = counts.embedded_current == counts.chunks
         fix = REBUILD_HINT if stamped and not under_way else hint
         out.append(
-            f"the vector store holds {counts.vectors} vectors of width {embedding.dimensions} "
+            f"the vector store holds {counts.vectors} vectors of width {dimensions} "
             f"for {counts.chunks} chunks: items still being processed get theirs from the "
             f"pipeline; otherwise {fix}"
         )
@@ -272,7 +292,7 @@ def _warnings(
         models = ", ".join(f"{m} ({n})" for m, n in counts.embedded_other.items())
         stale = sum(counts.embedded_other.values())
         out.append(
-            f"{stale} chunks were embedded with another model than {embedding.model} "
+            f"{stale} chunks were embedded with another model than {model} "
             f"({models}); their vectors do not match queries made with it: {hint}"
         )
     return out

@@ -155,6 +155,16 @@ class ItemCatalog:
     def delete(self, workspace_id: str, item_id: str, *, actor: Actor = SYSTEM_ACTOR) -> None:
         """Delete the item (see the module docstring), audited as ``actor``."""
         item = self._items.mark_deleted(workspace_id, item_id)
+        self._remove(item, actor, {"source_type": item.source_type.value})
+
+    def finish_delete(self, item: Item, *, actor: Actor = SYSTEM_ACTOR) -> None:
+        """The rest of a delete interrupted after ``mark_deleted`` (a process killed in
+        between; ``relata.ingest.recovery`` finds them): the derived data, the original and
+        the row go, audited as ``actor``. ``NotFound`` when the row is gone already."""
+        self._remove(item, actor, {"source_type": item.source_type.value, "finished": True})
+
+    def _remove(self, item: Item, actor: Actor, details: dict[str, object]) -> None:
+        workspace_id, item_id = item.workspace_id, item.id
         with self._lock:
             hooks = list(self._on_delete)
         for hook in hooks:
@@ -174,7 +184,7 @@ class ItemCatalog:
             actor,
             target_kind=AuditTarget.ITEM,
             target_id=item_id,
-            details={"source_type": item.source_type.value},
+            details=details,
         )
 
     def reprocess(

@@ -13,14 +13,21 @@ reader sees the whole file or none, and a failed write leaves nothing behind. A 
 writes a batch without per-file fsyncs and then calls ``sync_all`` once: on Linux one
 filesystem sync costs about what two or three fsyncs do, where 64 fsyncs cost 20 times more
 (docs/decisions/0010-ingestion-pipeline.md).
+
+``scan`` lists what is on disk (for the recovery after a crash, ``relata.ingest.recovery``):
+complete originals, the temporary files of writes (still under way, or left by a process
+that died mid-write), and anything else, which is reported and never removed.
 """
 
 from __future__ import annotations
 
 import contextlib
+import enum
 import os
 import re
 import secrets
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from relata.domain.errors import NotFound, TooLarge
@@ -40,7 +47,25 @@ _UUID_RE = re.compile(rf"^{_UUID}$")
 _STORED = re.compile(
     rf"^originals/({_UUID})/({_UUID})\.({'|'.join(sorted(set(EXTENSIONS.values())))})$"
 )
+_PARTIAL = re.compile(rf"^\.({_UUID})\.[0-9a-f]{{12}}\.tmp$")
 _DIR = "originals"
+
+
+class FileKind(enum.StrEnum):
+    ORIGINAL = "original"  # a complete original: ``<item_id>.<ext>``, renamed into place
+    PARTIAL = "partial"  # the temporary file of a write: ``.<item_id>.<hex>.tmp``
+    UNKNOWN = "unknown"  # not a name Relata writes: reported, never removed
+
+
+@dataclass(frozen=True, slots=True)
+class StoredFile:
+    """A file under ``originals/``: ``rel`` is its path relative to the data dir."""
+
+    rel: str
+    kind: FileKind
+    size: int
+    modified: float  # st_mtime: seconds since the epoch
+    workspace_id: str | None = None
 
 
 def _check_id(value: str, what: str) -> str:
@@ -109,6 +134,13 @@ class OriginalStore:
             raise NotFound("the item's stored original is missing")
         return full
 
+    def exists(self, rel: str | None) -> bool:
+        """Whether the stored original at ``rel`` is there (False for a bad stored value)."""
+        try:
+            return self.path(rel or "").is_file()
+        except NotFound:
+            return False
+
     def read(self, rel: str, *, max_bytes: int | None = None) -> bytes:
         path = self.path(rel)
         try:
@@ -121,6 +153,51 @@ class OriginalStore:
                 f"the stored original is over the limit of {max_bytes} bytes", field="content"
             )
         return data
+
+    def scan(self) -> Iterator[StoredFile]:
+        """Every file under ``originals/`` (one level of workspace directories), lazily.
+        Symbolic links and anything not a regular file are ``UNKNOWN``."""
+        try:
+            workspaces = list(os.scandir(self.root))
+        except FileNotFoundError:
+            return
+        for ws in sorted(workspaces, key=lambda e: e.name):
+            if not (_UUID_RE.match(ws.name) and ws.is_dir(follow_symlinks=False)):
+                yield from _stored(ws, f"{_DIR}/{ws.name}", FileKind.UNKNOWN, None)
+                continue
+            try:
+                entries = os.scandir(ws.path)
+            except FileNotFoundError:
+                continue
+            with entries:
+                for entry in entries:
+                    rel = f"{_DIR}/{ws.name}/{entry.name}"
+                    if not entry.is_file(follow_symlinks=False):
+                        kind = FileKind.UNKNOWN
+                    elif _STORED.match(rel):
+                        kind = FileKind.ORIGINAL
+                    elif _PARTIAL.match(entry.name):
+                        kind = FileKind.PARTIAL
+                    else:
+                        kind = FileKind.UNKNOWN
+                    yield from _stored(entry, rel, kind, ws.name)
+
+    def remove_stray(self, found: StoredFile) -> bool:
+        """Remove an original or a temporary file ``scan`` found (never an ``UNKNOWN``);
+        False when it was gone already. Whether nothing refers to it is the caller's check."""
+        if found.kind is FileKind.ORIGINAL:
+            return self.delete(found.rel)
+        if found.kind is not FileKind.PARTIAL or found.workspace_id is None:
+            raise ValueError(f"{found.rel} is not a file Relata writes")
+        name = found.rel.rsplit("/", 1)[-1]
+        if not _PARTIAL.match(name):
+            raise ValueError(f"{found.rel} is not a temporary file of a write")
+        path = self.root / _check_id(found.workspace_id, "workspace id") / name
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            return False
+        return True
 
     def delete(self, rel: str | None) -> bool:
         """Remove a stored original; False when there was nothing to remove."""
@@ -149,3 +226,13 @@ class OriginalStore:
             pass
         finally:
             os.close(fd)
+
+
+def _stored(
+    entry: os.DirEntry[str], rel: str, kind: FileKind, ws: str | None
+) -> Iterator[StoredFile]:
+    try:
+        st = entry.stat(follow_symlinks=False)
+    except FileNotFoundError:  # removed meanwhile (a write renamed it): nothing to report
+        return
+    yield StoredFile(rel, kind, st.st_size, st.st_mtime, ws)

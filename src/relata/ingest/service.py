@@ -149,6 +149,8 @@ class IngestService:
             self._start_pipeline(created, results)
         finally:  # the items started stay, even when a later one could not be
             started = [a.item for a in created if results[a.index] is a.item]
+            # A durable commit, after the jobs': on SQLite it makes them durable with it
+            # (the WAL is written in order; docs/decisions/0029-sqlite-durability.md).
             self._record_uploads(workspace_id, actor, started)
         out: list[Item | RelataError] = []
         for r in results:
@@ -289,7 +291,9 @@ class IngestService:
                 item.workspace_id, item.id, 1, title_from_document=not a.title_given
             )
             try:
-                self._pipeline.start(payload)
+                # Made durable by the audit record of the uploads, committed after it
+                # (``_record_uploads``): one fsync for a batch instead of one per item.
+                self._pipeline.start(payload, durable=False)
             except BaseException:
                 self._remove_rows(created[n:])
                 self._remove_files(created[n:])

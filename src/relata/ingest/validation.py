@@ -9,12 +9,9 @@ The rules (docs/decisions/0010-ingestion-pipeline.md):
   to string values (at most 1024 characters, no control characters but tab and newlines).
 - ``created_at``: ISO 8601 (a date, or a date and time); without a timezone it is taken as
   UTC; not more than one day in the future.
-- Every instant a caller sends (``created_at``, the ``from``/``to`` filters of listing and
-  search) goes through ``parse_instant``: a date (``2024-05-01``) or an RFC 3339 date-time
-  whose offset may be left out (``2024-05-01T12:00:00``, then UTC); it must be representable
-  in UTC within years 1-9999 (``9999-12-31T23:59:59-01:00`` is not), so an out-of-range
-  instant is a 400 naming the field, never an overflow deep inside. Only the empty string
-  means "none given"; whitespace around a value is an error, as in the OpenAPI formats.
+- Every instant a caller sends (``created_at`` here; the ``from``/``to`` filters, audit
+  bounds and token expiries elsewhere) goes through ``relata.domain.instants.parse_instant``:
+  an out-of-range instant is a 400 naming the field, never an overflow deep inside.
 - The display filename is kept as given (``../``, odd Unicode and all) except what would
   mislead or break a reader: control characters (C0, DEL, C1) and the Unicode bidirectional
   controls (U+061C, U+200E/F, U+202A-U+202E, U+2066-U+2069, which can make ``evil‮fdp.exe``
@@ -28,9 +25,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import datetime, timedelta
 
 from relata.domain.errors import ValidationError
+from relata.domain.instants import parse_instant
 from relata.domain.models import SourceType
 
 MAX_TITLE_CHARS = 500
@@ -46,12 +44,6 @@ _KEY = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 _TITLE_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _VALUE_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _UNSTORABLE = re.compile(r"[\x00\ud800-\udfff]")
-# An instant: a date, or a date-time with seconds and an optional offset (RFC 3339 with the
-# offset optional; t and z may be lower case). Nothing else (week dates, basic format, a
-# space for the T), so what is accepted is exactly what the OpenAPI document describes.
-_INSTANT = re.compile(
-    r"\d{4}-\d{2}-\d{2}(?P<time>[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})?)?"
-)
 # What a display name loses: controls, and the bidi controls that reorder what is shown.
 _MISLEADING = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
@@ -143,53 +135,6 @@ def validate_metadata(raw: object) -> dict[str, str]:
             )
         out[key] = value
     return out
-
-
-def parse_instant(raw: object, field: str, *, end_of_day: bool = False) -> datetime | None:
-    """An ISO 8601 date or date-time as an aware UTC datetime; None when absent or blank.
-
-    Naive means UTC. A bare date is its midnight, or with ``end_of_day`` the next midnight,
-    so that ``to=2024-05-01`` includes that day. An instant that has no UTC representation
-    within years 1-9999 is refused here rather than overflowing later.
-    """
-    if raw is None or raw == "":
-        return None
-    is_date = False
-    if isinstance(raw, datetime):
-        value = raw
-    elif isinstance(raw, date):
-        value, is_date = datetime.combine(raw, time(0)), True
-    elif isinstance(raw, str):
-        value, is_date = _iso(raw, field)
-    else:
-        raise ValidationError(f"{field} must be an ISO 8601 string", field=field)
-    try:
-        value = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-        if end_of_day and is_date:
-            value += timedelta(days=1)
-    except OverflowError:
-        raise ValidationError(
-            f"{field} is out of range: it must fall between 0001-01-01 and 9999-12-31 in UTC",
-            field=field,
-        ) from None
-    return value
-
-
-def _iso(raw: str, field: str) -> tuple[datetime, bool]:
-    """The parsed value and whether it was a bare date (see ``_INSTANT``)."""
-    m = _INSTANT.fullmatch(raw)
-    try:
-        if m is None:
-            raise ValueError(raw)
-        if m.group("time") is None:
-            return datetime.combine(date.fromisoformat(raw), time(0)), True
-        return datetime.fromisoformat(raw.upper()), False
-    except ValueError:
-        raise ValidationError(
-            f"{field} must be an ISO 8601 date or date-time, e.g. 2024-05-01 or "
-            "2024-05-01T12:00:00Z",
-            field=field,
-        ) from None
 
 
 def parse_created_at(raw: object, now: datetime) -> datetime | None:

@@ -132,8 +132,10 @@ class JobQueue:
         priority: int = 0,
         run_after: datetime | None = None,
         max_attempts: int | None = None,
+        durable: bool = True,
     ) -> Job:
-        """Add a pending job; with a key that already has a pending job, return that one."""
+        """Add a pending job; with a key that already has a pending job, return that one.
+        ``durable=False``: see ``JobRepository.enqueue``."""
         job = self.new_job(
             kind,
             workspace_id,
@@ -143,7 +145,7 @@ class JobQueue:
             run_after=run_after,
             max_attempts=max_attempts,
         )
-        job = self._repo.enqueue(job)
+        job = self._repo.enqueue(job, durable=durable)
         self.notify()
         return job
 

@@ -19,7 +19,8 @@ up to ``JSON_SNIFF_CHARS``; a longer text is JSON when that prefix is a valid be
 JSON document and the text ends like one (the parse stage then validates all of it). And what
 is already known to be over a parse limit is refused here with ``TooLarge`` (413), naming the
 limit, rather than stored and failed later: text that cannot fit ``max_chars``
-(``RELATA_PARSE_MAX_CHARS``; the same rule ``parse`` applies), JSON with more values than
+(``RELATA_PARSE_MAX_CHARS``; the same rule ``parse`` applies), plain text whose extracted
+text is over it (known exactly without parsing: ``check_text_chars``), JSON with more values than
 ``max_json_lines``, Markdown of more than ``max_markdown_lines``, a DOCX over the zip bounds
 or whose body is over ``max_docx_xml_bytes``.
 """
@@ -38,6 +39,7 @@ from relata.parsing.docx import check_docx
 from relata.parsing.jsondoc import check_json_lines
 from relata.parsing.markdown import check_markdown_lines
 from relata.parsing.model import ParseLimits, check_source_bytes, check_source_chars
+from relata.parsing.text import check_text_chars
 
 _PDF_HEADER = re.compile(rb"(?:^|[\r\n])%PDF-\d")
 _PDF_WINDOW = 1024
@@ -210,4 +212,6 @@ def sniff(
         )
     if found is SourceType.MARKDOWN:
         check_markdown_lines(text, limits)
+    else:
+        check_text_chars(text, limits)
     return found

@@ -148,8 +148,9 @@ class Pipeline:
             priority=self.priority(kind),
         )
 
-    def start(self, payload: StagePayload) -> Job:
-        """Enqueue the first stage of a pass over an item (the item was just stored)."""
+    def start(self, payload: StagePayload, *, durable: bool = True) -> Job:
+        """Enqueue the first stage of a pass over an item (the item was just stored);
+        ``durable=False`` when the caller makes it durable with a later commit."""
         first = self.kinds[0]
         return self._queue.enqueue(
             job_kind(first),
@@ -157,6 +158,7 @@ class Pipeline:
             payload.to_payload(),
             idempotency_key=stage_key(job_kind(first), payload.item_id, payload.generation),
             priority=self.priority(first),
+            durable=durable,
         )
 
     def reprocess(
@@ -164,6 +166,9 @@ class Pipeline:
     ) -> Reprocessing:
         """A new pass over the item from ``from_stage`` (default: the stage it failed at,
         else the first): that stage and every later one run again, the earlier ones do not.
+        When a stage before it has not completed for the item (never parsed, a failed
+        chunking, a pass still under way), the pass starts at the first such stage instead,
+        since the later stages need its output; ``Reprocessing.from_stage`` says where.
         The item becomes ``pending`` and the stage's job is enqueued in one transaction;
         asking again before the pass has begun returns the same pending job."""
         chosen = self.parse_stage(from_stage)
@@ -171,11 +176,10 @@ class Pipeline:
         kinds = self.kinds
         if chosen is None:
             chosen = item.failed_stage if item.failed_stage in kinds else kinds[0]
-        if kinds.index(chosen) > 0 and item.text is None:
-            raise ValidationError(
-                f"the item has not been parsed yet: reprocess it from {kinds[0]}", field="from"
-            )
         runs = self._runs.list_for_item(workspace_id, item_id)
+        missing = _first_missing(kinds[: kinds.index(chosen)], runs, parsed=item.text is not None)
+        if missing is not None:
+            chosen = missing
         generation = 1 + max((_generation(r) for r in runs), default=0)
         payload = StagePayload(workspace_id, item_id, generation)
         job = self.job_for(chosen, payload)
@@ -284,7 +288,7 @@ class Pipeline:
         status = ItemStatus.PROCESSING if following is not None else ItemStatus.READY
         with (
             ctx.settlement.settling(completes=bool(ctx.owner)),
-            self._uow.begin(p.workspace_id) as tx,
+            self._uow.begin(p.workspace_id, durable=False) as tx,
         ):
             result.write(tx)
             for run in runs:
@@ -334,7 +338,7 @@ class Pipeline:
             error=error,
         )
         try:
-            with self._uow.begin(p.workspace_id) as tx:
+            with self._uow.begin(p.workspace_id, durable=False) as tx:
                 tx.set_item_status(
                     p.item_id, ItemStatus.FAILED, error=error, failed_stage=str(stage.kind)
                 )
@@ -382,6 +386,32 @@ class Pipeline:
             details=details,
             error=error,
         )
+
+
+def _first_missing(
+    before: Sequence[str], runs: Sequence[ProcessingRun], *, parsed: bool
+) -> str | None:
+    """The first of ``before`` (the stages ahead of a requested start, in order) whose
+    output the item lacks, or None when all are there. A stage's output is there when its
+    latest run succeeded or was skipped (its requirement is not configured: the item went
+    on without it) and is not older than its predecessor's: a stage that ran before the one
+    ahead of it ran again holds output of the previous pass. An item without text lacks the
+    first stage's output (parsing) whatever the runs say."""
+    latest: dict[str, ProcessingRun] = {}
+    for run in runs:  # oldest first: the last one seen of each stage is its latest
+        latest[run.stage] = run
+    floor = 0
+    for n, kind in enumerate(before):
+        last = latest.get(kind)
+        if n == 0 and not parsed:
+            return kind
+        if last is None or last.outcome not in _DONE or _generation(last) < floor:
+            return kind
+        floor = _generation(last)
+    return None
+
+
+_DONE = frozenset({RunOutcome.SUCCEEDED, RunOutcome.SKIPPED})
 
 
 def _generation(run: ProcessingRun) -> int:

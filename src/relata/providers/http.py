@@ -1,11 +1,13 @@
-"""Safe outbound HTTP for AI providers: the only way adapters talk to a provider.
+"""Safe outbound HTTP: the only way adapters talk to a provider (AI providers, and the OpenID
+provider of federated sign-in).
 
 Every call made here:
 
 * refuses redirects (``follow_redirects=False``; a 3xx is ``Permanent``): a compromised
   provider must not bounce requests, or the API key, elsewhere;
-* reads the body as a stream and stops past ``max_bytes`` (``Permanent("response too large")``);
-  an error body is read only up to 64 KiB, for its message;
+* reads the body as a stream and stops past ``max_bytes`` (``ResponseTooLarge``, a
+  ``Permanent``); a declared ``Content-Length`` over it is refused before reading a byte; an
+  error body is read only up to 64 KiB, for its message;
 * is bounded in time: the whole request, not only each socket read, must finish within
   ``min(configured timeout, cancel.remaining())``; a slow or trickling server is reported as
   ``ProviderUnreachable`` (transient);
@@ -76,6 +78,14 @@ def safe_url(url: str) -> str:
     return f"{parts.scheme}://{host}{port}{parts.path}"
 
 
+class ResponseTooLarge(Permanent):
+    """A successful answer whose body is over the caller's ``max_bytes``."""
+
+    def __init__(self, message: str, *, max_bytes: int) -> None:
+        super().__init__(message)
+        self.max_bytes = max_bytes
+
+
 def post_json(
     client: httpx.Client,
     url: str,
@@ -89,6 +99,23 @@ def post_json(
 ) -> Any:
     """POST ``body`` as JSON and return the decoded JSON answer (see the module docstring)."""
     return _call(client, "POST", url, body, op, headers, max_bytes, cancel, tuple(secrets))
+
+
+def post_form(
+    client: httpx.Client,
+    url: str,
+    form: Mapping[str, str],
+    *,
+    op: str,
+    headers: Mapping[str, str],
+    max_bytes: int,
+    cancel: Cancel,
+    secrets: Iterable[str] = (),
+) -> Any:
+    """POST ``form`` URL-encoded (an OAuth token request) and return the decoded JSON answer."""
+    return _call(
+        client, "POST", url, None, op, headers, max_bytes, cancel, tuple(secrets), dict(form)
+    )
 
 
 def get_json(
@@ -123,6 +150,7 @@ def _call(
     max_bytes: int,
     cancel: Cancel,
     secrets: tuple[str, ...],
+    form: dict[str, str] | None = None,
 ) -> Any:
     cancel.raise_if_cancelled()
     configured = client.timeout.read or 30.0
@@ -131,7 +159,9 @@ def _call(
     if budget <= 0:
         raise Cancelled(cancel.reason or "deadline exceeded")
     outcome = _Outcome()
-    request = _Request(client, method, url, body, op, dict(headers), max_bytes, budget, secrets)
+    request = _Request(
+        client, method, url, body, op, dict(headers), max_bytes, budget, secrets, form
+    )
     worker = threading.Thread(
         target=request.run, args=(outcome,), name=f"relata-http-{op}", daemon=True
     )
@@ -175,6 +205,7 @@ class _Request:
     max_bytes: int
     budget: float
     secrets: tuple[str, ...]
+    form: dict[str, str] | None = None
 
     def run(self, outcome: _Outcome) -> None:
         try:
@@ -195,7 +226,12 @@ class _Request:
     def _send(self, stop: threading.Event) -> Any:
         timeout = httpx.Timeout(self.budget, connect=min(self.budget, 10.0))
         with self.client.stream(
-            self.method, self.url, json=self.body, headers=self.headers, timeout=timeout
+            self.method,
+            self.url,
+            json=self.body,
+            data=self.form,
+            headers=self.headers,
+            timeout=timeout,
         ) as resp:
             status = resp.status_code
             where = f"{self.method} {safe_url(self.url)}"
@@ -207,7 +243,7 @@ class _Request:
             ok = 200 <= status < 300
             declared = resp.headers.get("content-length", "")
             if ok and declared.isdigit() and int(declared) > self.max_bytes:
-                raise Permanent(self._too_large(where))
+                raise self._too_large(where)
             limit = self.max_bytes if ok else min(self.max_bytes, ERROR_BODY_LIMIT)
             buf = bytearray()
             for chunk in resp.iter_bytes():
@@ -216,7 +252,7 @@ class _Request:
                 buf += chunk
                 if len(buf) > limit:
                     if ok:
-                        raise Permanent(self._too_large(where))
+                        raise self._too_large(where)
                     break
             if not ok:
                 raise StatusError(
@@ -230,8 +266,11 @@ class _Request:
         except ValueError as exc:
             raise MalformedResponse(f"{self.op}: {where} answered with invalid JSON") from exc
 
-    def _too_large(self, where: str) -> str:
-        return f"{self.op}: response too large ({where} sent more than {self.max_bytes} bytes)"
+    def _too_large(self, where: str) -> ResponseTooLarge:
+        return ResponseTooLarge(
+            f"{self.op}: response too large ({where} sent more than {self.max_bytes} bytes)",
+            max_bytes=self.max_bytes,
+        )
 
 
 def _retry_after(value: str | None) -> float | None:

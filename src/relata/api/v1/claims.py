@@ -23,6 +23,13 @@ from relata.schemas.claims import (
     contradiction_out,
 )
 
+#: ``subject`` is matched by its normalised name: one without a letter or digit (in any
+#: script) can name no entity and is refused, as no portable JSON Schema pattern can say.
+SUBJECT = (
+    "An entity's name, matched by its normalised form; it must hold a letter or digit "
+    "(400 naming `subject` otherwise)."
+)
+
 router = APIRouter(tags=["claims"])
 
 
@@ -36,7 +43,7 @@ def item_claims(item_id: str, p: PrincipalDep, c: ContainerDep) -> list[ClaimOut
 def claims_about(
     p: PrincipalDep,
     c: ContainerDep,
-    subject: str = Query(..., min_length=1, max_length=300, description="An entity's name."),
+    subject: str = Query(..., min_length=1, max_length=300, description=SUBJECT),
     limit: int = Query(200, ge=1, le=1000, description="At most this many."),
 ) -> list[ClaimOut]:
     """The claims about one subject (matched by its normalised name), most confident first."""
@@ -48,7 +55,7 @@ def list_contradictions(
     p: PrincipalDep,
     c: ContainerDep,
     status: ContradictionStatus | None = Query(None, description="open or resolved."),
-    subject: str | None = Query(None, max_length=300, description="An entity's name."),
+    subject: str | None = Query(None, max_length=300, description=SUBJECT),
     item: str | None = Query(None, max_length=64, description="Only those involving this item."),
     limit: int = Query(50, ge=1, le=1000, description="Page size."),
     offset: Offset = 0,

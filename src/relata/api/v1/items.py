@@ -240,20 +240,26 @@ def content_disposition(filename: str) -> str:
     return f"attachment; filename=\"{ascii_name}\"; filename*=UTF-8''{quote(shown, safe='')}"
 
 
-_BINARY = {"schema": {"type": "string", "format": "binary"}}
+#: The original's body by the media type it is served with (the detected type's): text as
+#: text, a JSON document as the JSON value it is, PDF and DOCX as bytes.
+_ORIGINAL_BODY: dict[str, dict[str, Any]] = {
+    "text/plain": {"schema": {"type": "string"}},
+    "text/markdown": {"schema": {"type": "string"}},
+    "application/json": {"schema": {"description": "the JSON document exactly as uploaded"}},
+    "application/pdf": {"schema": {"type": "string", "format": "binary"}},
+    MEDIA_TYPES[SourceType.DOCX]: {"schema": {"type": "string", "format": "binary"}},
+}
 
 
 @router.get(
     "/items/{item_id}/original",
     summary="Download the stored original as an attachment",
-    description="Served with the media type of the type detected from the content (never the "
-    "Content-Type the uploader sent), as an attachment.",
+    description="The bytes as uploaded, served with the media type of the type detected from "
+    "the content (never the Content-Type the uploader sent), as an attachment "
+    "(`Content-Disposition: attachment`, `X-Content-Type-Options: nosniff`).",
     response_class=Response,
     responses={
-        200: {
-            "description": "the original bytes",
-            "content": {media: _BINARY for media in sorted(set(MEDIA_TYPES.values()))},
-        },
+        200: {"description": "the original bytes", "content": _ORIGINAL_BODY},
     },
 )
 def get_original(item_id: str, p: PrincipalDep, c: ContainerDep) -> FileResponse:
@@ -292,7 +298,9 @@ def reprocess_item(
         None,
         alias="from",
         description="the stage the new pass starts at (default: the stage the item failed "
-        "at, else the first); it and every later stage run again",
+        "at, else the first); it and every later stage run again. When a stage before it has "
+        "not completed for the item (never parsed, say), the pass starts at the first such "
+        "stage instead: `from_stage` in the answer says where",
     ),
 ) -> ReprocessOut:
     result = c.items.reprocess(

@@ -4,7 +4,7 @@ the same everywhere and appear in the OpenAPI document.
 - ``Offset``: paging offsets are bounded (``MAX_OFFSET``): a client cannot ask for a row
   number the database cannot represent, and nobody pages a million rows deep.
 - ``from``/``to`` instants are documented as a date or a date-time and parsed by the one
-  helper every instant goes through (``relata.ingest.validation.parse_instant``): naive means
+  helper every instant goes through (``relata.domain.instants.parse_instant``): naive means
   UTC, a bare date as ``to`` includes that day, and anything outside years 1-9999 in UTC is
   a 400 naming the parameter. A blank value is no bound, as if absent (an empty form field).
 """
@@ -17,7 +17,7 @@ from typing import Annotated, Any
 from fastapi import Query
 from pydantic import WithJsonSchema
 
-from relata.ingest.validation import parse_instant
+from relata.domain.instants import parse_instant
 
 #: The deepest offset any list accepts.
 MAX_OFFSET = 1_000_000

@@ -10,11 +10,13 @@ from __future__ import annotations
 from datetime import datetime
 
 from fastapi import APIRouter, Response
-from pydantic import AwareDatetime, BaseModel, Field
+from pydantic import BaseModel, Field
 
 from relata.api.deps import ContainerDep, Principal, PrincipalDep
 from relata.api.openapi import errors
+from relata.api.v1.params import Instant
 from relata.domain.errors import Conflict, NotFound
+from relata.domain.instants import parse_instant
 from relata.domain.models import ApiToken
 from relata.domain.vocabulary import Role
 
@@ -24,7 +26,11 @@ router = APIRouter(prefix="/tokens", tags=["tokens"])
 class TokenIn(BaseModel):
     name: str = Field(min_length=1, max_length=100, description="what the token is for")
     role: Role | None = Field(None, description="at most yours; default: yours")
-    expires_at: AwareDatetime | None = Field(None, description="none: until revoked")
+    expires_at: Instant | None = Field(
+        None,
+        description="ISO 8601 date or date-time (UTC if naive; a bare date: through that day); "
+        "none: until revoked",
+    )
 
 
 class TokenOut(BaseModel):
@@ -71,7 +77,7 @@ def create_token(body: TokenIn, p: PrincipalDep, c: ContainerDep) -> CreatedToke
         name=body.name,
         role=body.role or p.role,
         creator_role=p.role,
-        expires_at=body.expires_at,
+        expires_at=parse_instant(body.expires_at, "expires_at", end_of_day=True),
         actor=p.actor,
     )
     return CreatedTokenOut(**TokenOut.of(token).model_dump(), token=secret)

@@ -132,7 +132,8 @@ class SqlChunkRepository:
 
     def set_embedding_model(self, workspace_id: str, chunk_ids: Sequence[str], model: str) -> int:
         """Stamp the chunks with ``model``; how many were stamped."""
-        with self._db.write() as conn:
+        # What a re-embedding re-derives: no fsync of its own (docs/decisions/0029).
+        with self._db.write(durable=False) as conn:
             return stamp_embedding_model(conn, workspace_id, chunk_ids, model)
 
     def count_by_embedding_model(self, workspace_id: str) -> dict[str | None, int]:

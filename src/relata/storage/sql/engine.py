@@ -9,6 +9,18 @@ the race two job workers would hit. The ``BEGIN`` goes straight to the driver's 
 (a driver error wrapped as SQLAlchemy wraps one): every read and write opens a transaction,
 and through SQLAlchemy's execution path a ``BEGIN`` cost as much as a query.
 
+Durability (docs/decisions/0029-sqlite-durability.md): WAL mode survives a killed process
+with any ``synchronous`` level; a power loss or an OS crash is another matter. A write is
+**durable** by default: ``PRAGMA synchronous=FULL`` for its transaction, so its commit
+fsyncs the WAL and whatever was acknowledged (an upload's row and first job, a deletion, a
+review decision, a token) survives a power loss, with every transaction committed before it
+(the WAL is appended in order). ``write(durable=False)`` is for what the pipeline re-derives:
+a stage's result with its run and the next job, a job's lease, claim, renewal and completion.
+Those commit with ``synchronous=NORMAL`` (no fsync; synced by the next durable commit or the
+checkpoint), and a power loss can only roll them back to an earlier consistent state, which
+the queue's leases run again. PostgreSQL commits durably either way (``synchronous_commit``
+is left at its default, ``on``).
+
 The busy timeout is 10 s unless the SQLite URL says otherwise (``sqlite:///x.db?timeout=0.5``,
 seconds, SQLAlchemy's own parameter). A lock held past it, and PostgreSQL's lock, deadlock,
 serialization and connection failures, leave ``read``/``write`` as the domain's ``Busy`` or
@@ -35,6 +47,7 @@ _MMAP_BYTES = 1024 * 1024 * 1024
 _BUSY_TIMEOUT_MS = 10_000
 _PG_LOCK_TIMEOUT = f"-c lock_timeout={_BUSY_TIMEOUT_MS}"
 _WRITE_OPTION = "relata_write"
+_DURABLE_OPTION = "relata_durable"
 
 
 def _sqlite_engine(url: sa.URL) -> Engine:
@@ -68,14 +81,19 @@ def _sqlite_engine(url: sa.URL) -> Engine:
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
-        mode = "IMMEDIATE" if conn.get_execution_options().get(_WRITE_OPTION) else "DEFERRED"
-        statement = f"BEGIN {mode}"
+        options = conn.get_execution_options()
+        write = bool(options.get(_WRITE_OPTION))
+        statement = "BEGIN IMMEDIATE" if write else "BEGIN DEFERRED"
         # Straight to the driver: through ``exec_driver_sql`` a BEGIN cost as much of
         # SQLAlchemy's execution machinery as a real query, and every read and write opens
         # one. A driver error is raised as SQLAlchemy would have wrapped it, so that
         # ``Database.read``/``write`` still map a lock held past the timeout to ``Busy``.
+        dbapi = conn.connection.dbapi_connection
         try:
-            conn.connection.dbapi_connection.execute(statement)  # type: ignore[union-attr]
+            if write:  # the level this transaction's COMMIT syncs with (module docstring)
+                level = "FULL" if options.get(_DURABLE_OPTION, True) else "NORMAL"
+                dbapi.execute(f"PRAGMA synchronous={level}")  # type: ignore[union-attr]
+            dbapi.execute(statement)  # type: ignore[union-attr]
         except pysqlite3.Error as exc:
             raise sa.exc.DBAPIError.instance(
                 statement, None, exc, pysqlite3.Error, dialect=engine.dialect
@@ -193,10 +211,12 @@ class Database:
                     self._shared.reset(token)
 
     @contextmanager
-    def write(self) -> Iterator[Connection]:
-        """A write transaction: ``BEGIN IMMEDIATE`` on SQLite, ordinary on PostgreSQL."""
+    def write(self, *, durable: bool = True) -> Iterator[Connection]:
+        """A write transaction: ``BEGIN IMMEDIATE`` on SQLite, ordinary on PostgreSQL.
+        ``durable=False``: for data the pipeline re-derives, a commit without an fsync on
+        SQLite (see the module docstring); it still survives a killed process."""
         with _domain_errors(), self.engine.connect() as conn:
-            conn = conn.execution_options(**{_WRITE_OPTION: True})
+            conn = conn.execution_options(**{_WRITE_OPTION: True, _DURABLE_OPTION: durable})
             with conn.begin():
                 yield conn
 

@@ -161,17 +161,17 @@ class SqlJobRepository:
         )
 
     # ------------------------------------------------------------ enqueue and read
-    def enqueue(self, job: Job) -> Job:
+    def enqueue(self, job: Job, *, durable: bool = True) -> Job:
         values = _pending_row(job)
         if job.idempotency_key is None:
-            with self._db.write() as conn:
+            with self._db.write(durable=durable) as conn:
                 conn.execute(jobs.insert().values(**values))
                 return self._one(conn, job.id)
         ins = insert_pending_statement(self._db.dialect).values(**values)
         # A pending twin can be claimed between our conflict and our read of it; then the
         # key is free again and the next round inserts. Each round needs a claim to race it.
         for _ in range(_INDEX_RACE_ROUNDS):
-            with self._db.write() as conn:
+            with self._db.write(durable=durable) as conn:
                 if conn.execute(ins).rowcount == 1:
                     return self._one(conn, job.id)
                 row = conn.execute(
@@ -236,6 +236,8 @@ class SqlJobRepository:
             return conn.execute(q.limit(1)).first() is not None
 
     # ------------------------------------------------------------ leases
+    # Claims, renewals and completions commit without an fsync on SQLite (``durable=False``):
+    # a power loss that rolls one back leaves the job to its lease, which runs it again.
     def claim(self, owner: str, now: datetime, lease_until: datetime) -> Job | None:
         """Take the next due pending job: one ``UPDATE … WHERE id = (next due) RETURNING``.
 
@@ -244,16 +246,16 @@ class SqlJobRepository:
         exclusive. The outer ``status = 'pending'`` guard makes a lost race claim nothing.
         """
         params = {"owner": owner, "now": now, "until": lease_until}
-        with self._db.write() as conn:
+        with self._db.write(durable=False) as conn:
             row = conn.execute(self._claim_stmt, params).first()
         return job_from_row(row) if row is not None else None
 
     def renew(self, job_id: str, owner: str, lease_until: datetime, now: datetime) -> None:
-        with self._db.write() as conn:
+        with self._db.write(durable=False) as conn:
             self._transition(conn, job_id, owner, lease_expires_at=lease_until, updated_at=now)
 
     def succeed(self, job_id: str, owner: str, now: datetime) -> Job:
-        with self._db.write() as conn:
+        with self._db.write(durable=False) as conn:
             row = conn.execute(
                 self._succeed_stmt, {"job_id": job_id, "owner": owner, "now": now}
             ).first()
@@ -268,7 +270,7 @@ class SqlJobRepository:
         return self._succeed_stmt
 
     def fail(self, job_id: str, owner: str, now: datetime, error: str) -> Job:
-        with self._db.write() as conn:
+        with self._db.write(durable=False) as conn:
             self._transition(
                 conn,
                 job_id,
@@ -402,7 +404,7 @@ class SqlJobRepository:
         after our check (PostgreSQL, read committed), run it again: it then sees the twin."""
         for round_ in range(_INDEX_RACE_ROUNDS):
             try:
-                with self._db.write() as conn:
+                with self._db.write(durable=False) as conn:
                     return work(conn)
             except sa.exc.IntegrityError as exc:
                 if not _pending_key_race(exc) or round_ == _INDEX_RACE_ROUNDS - 1:

@@ -174,10 +174,10 @@ class SqlUnitOfWork:
         self._clock = clock
 
     @contextmanager
-    def begin(self, workspace_id: str) -> Iterator[SqlStageTransaction]:
+    def begin(self, workspace_id: str, *, durable: bool = True) -> Iterator[SqlStageTransaction]:
         if not workspace_id:
             raise MissingWorkspace("a unit of work needs a workspace")
-        with self._db.write() as conn:
+        with self._db.write(durable=durable) as conn:
             yield SqlStageTransaction(conn, self._db.dialect, workspace_id, self._clock.now())
 
     def snapshot(self) -> AbstractContextManager[None]:

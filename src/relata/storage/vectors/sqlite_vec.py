@@ -242,7 +242,8 @@ class SqliteVecStore:
             return
         self._ensure_schema()
         ids = json.dumps([r.chunk_id for r in batch])
-        with _translated(), self._db.write() as conn:
+        # Vectors are derived: no fsync of their own (docs/decisions/0029).
+        with _translated(), self._db.write(durable=False) as conn:
             existing = conn.execute(_POINTS_FIND, {"ids": ids}).all()
             # vec0 has no UPSERT: remove the old vector (whatever its width), insert anew.
             _delete_vectors(conn, [(str(r[0]), int(r[1])) for r in existing])
@@ -281,7 +282,7 @@ class SqliteVecStore:
 
     def _delete_points(self, select: sa.TextClause, params: dict[str, Any]) -> int:
         self._ensure_schema()
-        with _translated(), self._db.write() as conn:
+        with _translated(), self._db.write(durable=False) as conn:
             rows = conn.execute(select, params).all()
             points = [(str(r[0]), int(r[1])) for r in rows]
             _delete_vectors(conn, points)

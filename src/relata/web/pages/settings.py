@@ -41,9 +41,9 @@ from relata.api.v1.tokens import TokenOut
 from relata.api.v1.workspaces import MemberOut
 from relata.auth.invitations import DEFAULT_DAYS, MAX_DAYS
 from relata.domain.errors import Conflict, NotFound, RelataError, ValidationError
+from relata.domain.instants import parse_instant
 from relata.domain.models import JobStatus
 from relata.domain.vocabulary import Role
-from relata.ingest.validation import parse_instant
 from relata.web.context import Page, field, form, page
 from relata.web.templating import NOTICES, render
 
