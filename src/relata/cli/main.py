@@ -34,6 +34,7 @@ from relata.cli import (
     reprocess,
     search,
     serve,
+    transfer,
     workspaces,
 )
 from relata.cli.common import CliError, run_command
@@ -71,6 +72,7 @@ _COMMANDS: tuple[ModuleType | Deferred, ...] = (
     workspaces,
     _BENCH,
     admin,
+    transfer,
 )
 
 
