@@ -59,6 +59,13 @@ def register(sub: Any) -> None:
         default="auto",
         help="the target's vector store (default auto: pgvector with PostgreSQL)",
     )
+    p.add_argument(
+        "--batch-rows",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="rows per write transaction, and vectors per page (1-1000, default 1000)",
+    )
     mode = p.add_mutually_exclusive_group()
     mode.add_argument(
         "--resume", action="store_true", help="continue an interrupted transfer into the target"
@@ -125,7 +132,12 @@ def _transfer(args: argparse.Namespace) -> int:
     ):
         say(f"transferring {_side(source).label} -> {_side(target).label}")
         report = transfer(
-            _side(source), _side(target), resume=args.resume, force=args.force, say=say
+            _side(source),
+            _side(target),
+            resume=args.resume,
+            force=args.force,
+            batch_rows=args.batch_rows,
+            say=say,
         )
     _print(report)
     if not report.ok:

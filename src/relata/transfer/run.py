@@ -49,8 +49,9 @@ from relata.domain.ports import VectorStore
 from relata.storage.sql import migrate
 from relata.storage.sql import tables as t
 from relata.storage.sql.engine import Database
+from relata.storage.vectors.validation import MAX_EXPORT
 from relata.transfer.originals import OriginalsReport, compare_originals, copy_originals
-from relata.transfer.rows import TableDigest, copy_table, digest, has_rows, last_key
+from relata.transfer.rows import BATCH_ROWS, TableDigest, copy_table, digest, has_rows, last_key
 from relata.transfer.vectors import VectorCheck, compare_vectors, copy_vectors
 
 STATE_TABLE = "relata_transfer"
@@ -114,16 +115,22 @@ def transfer(
     *,
     resume: bool = False,
     force: bool = False,
+    batch_rows: int = BATCH_ROWS,
     tables: Sequence[sa.Table] | None = None,
     say: Say = lambda _line: None,
 ) -> TransferReport:
-    """Copy ``source`` into ``target`` and verify it (see the module docstring). ``tables``
-    defaults to every table of the schema. Refusals raise ``Conflict`` or ``ConfigError``
-    with what to do; a verification that fails is in the report (``ok`` false)."""
+    """Copy ``source`` into ``target`` and verify it (see the module docstring): rows in
+    transactions of ``batch_rows``, vectors in pages of as many. ``tables`` defaults to
+    every table of the schema. Refusals raise ``Conflict`` or ``ConfigError`` with what to
+    do; a verification that fails is in the report (``ok`` false)."""
     schema = list(tables if tables is not None else t.metadata.sorted_tables)
     if source.label == target.label:
         raise ConfigError("the source and the target are the same database")
+    if not 1 <= batch_rows <= MAX_EXPORT:
+        raise ConfigError(f"the batch size must be 1..{MAX_EXPORT} rows")
     _require_current(source)
+    with source.db.read() as conn:
+        _refuse_running_jobs(conn)  # before the target is touched; again in the snapshot
     resumed = _prepare_target(source, target, schema, resume=resume, force=force, say=say)
     source.vectors.export(_PROBE, limit=1)
     target.vectors.prepare()
@@ -132,7 +139,7 @@ def transfer(
     with _snapshot(source.db, schema) as snap:
         _refuse_running_jobs(snap)
         for table in schema:
-            copied[table.name] = _copy_table(snap, target, table, say)
+            copied[table.name] = _copy_table(snap, target, table, batch_rows, say)
         if target.db.dialect == "postgresql":
             _advance_sequences(target.db, schema)
         workspaces = [
@@ -142,7 +149,7 @@ def transfer(
             ).scalars()
         ]
         for workspace_id in workspaces:
-            _copy_workspace_vectors(source, target, workspace_id, say)
+            _copy_workspace_vectors(source, target, workspace_id, batch_rows, say)
         say("copying originals")
         report.originals = copy_originals(snap, source.data_dir, target.data_dir)
         say("verifying")
@@ -278,10 +285,10 @@ def _refuse_running_jobs(conn: Connection) -> None:
 
 
 # ---------------------------------------------------------------- copying
-def _copy_table(snap: Connection, target: Side, table: sa.Table, say: Say) -> int:
+def _copy_table(snap: Connection, target: Side, table: sa.Table, batch_rows: int, say: Say) -> int:
     with target.db.read() as conn:
         after = last_key(conn, table)
-    written = copy_table(snap, target.db, table, after=after)
+    written = copy_table(snap, target.db, table, after=after, batch_rows=batch_rows)
     continued = " (continued)" if after is not None else ""
     say(f"{table.name}: {written} rows copied{continued}")
     return written
@@ -308,7 +315,9 @@ def _advance_sequences(db: Database, schema: Sequence[sa.Table]) -> None:
                 )
 
 
-def _copy_workspace_vectors(source: Side, target: Side, workspace_id: str, say: Say) -> None:
+def _copy_workspace_vectors(
+    source: Side, target: Side, workspace_id: str, page: int, say: Say
+) -> None:
     name = f"{_VECTORS}{workspace_id}"
     with target.db.read() as conn:
         position = conn.execute(sa.select(_state.c.value).where(_state.c.name == name)).scalar()
@@ -328,6 +337,7 @@ def _copy_workspace_vectors(source: Side, target: Side, workspace_id: str, say: 
         target.vectors,
         workspace_id,
         after=None if position is None else str(position),
+        page=page,
         progress=lambda last, _n: record(last),
     )
     record(_DONE)

@@ -25,11 +25,11 @@ _MAX_PAGES = 10_000_000  # a bound on any loop over a store: 5 billion vectors
 
 
 def pages(
-    store: VectorStore, workspace_id: str, after: str | None = None
+    store: VectorStore, workspace_id: str, after: str | None = None, *, size: int = PAGE
 ) -> Iterator[list[VectorRecord]]:
-    """The workspace's vectors, a page at a time, from after chunk id ``after``."""
+    """The workspace's vectors, ``size`` at a time, from after chunk id ``after``."""
     for _ in range(_MAX_PAGES):
-        page = store.export(workspace_id, after=after, limit=PAGE)
+        page = store.export(workspace_id, after=after, limit=size)
         if not page:
             return
         yield page
@@ -43,16 +43,17 @@ def copy_vectors(
     workspace_id: str,
     *,
     after: str | None = None,
+    page: int = PAGE,
     progress: Callable[[str, int], None] | None = None,
 ) -> int:
     """Copy the workspace's vectors after chunk id ``after``; ``progress(last_chunk_id,
     copied)`` is called after each page is written (to record where to resume)."""
     copied = 0
-    for page in pages(source, workspace_id, after):
-        target.upsert(page)
-        copied += len(page)
+    for batch in pages(source, workspace_id, after, size=page):
+        target.upsert(batch)
+        copied += len(batch)
         if progress is not None:
-            progress(page[-1].chunk_id, copied)
+            progress(batch[-1].chunk_id, copied)
     return copied
 
 
