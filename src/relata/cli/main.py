@@ -23,6 +23,7 @@ from relata.cli import (
     accounts,
     admin,
     audit,
+    backup,
     claims,
     entities,
     ingest,
@@ -73,6 +74,7 @@ _COMMANDS: tuple[ModuleType | Deferred, ...] = (
     _BENCH,
     admin,
     transfer,
+    backup,
 )
 
 
