@@ -21,6 +21,7 @@ from relata.domain.vocabulary import Resolution, Role
 from relata.ingest.service import IngestRequest
 from relata.seed import demo_documents
 from relata.storage.sql import tables as t
+from relata.storage.sql.engine import Database
 from relata.storage.sql.entities import upsert_entity
 from tests.support.api import PASSWORD, make_user
 from tests.support.fake_embedder import FakeEmbedder
@@ -146,3 +147,17 @@ def sql_nulls(conn: sa.Connection, table: sa.Table) -> dict[str, int]:
         for col in table.columns
         if isinstance(col.type, sa.JSON)
     }
+
+
+def assert_same_rows(first_url: str, second_url: str) -> None:
+    """Every table of the schema holds the same rows in both databases (SQL NULLs in JSON
+    columns included)."""
+    first, second = Database.from_url(first_url), Database.from_url(second_url)
+    try:
+        with first.read() as a, second.read() as b:
+            for table in t.metadata.sorted_tables:
+                assert rows_of(a, table) == rows_of(b, table), table.name
+                assert sql_nulls(a, table) == sql_nulls(b, table), table.name
+    finally:
+        first.dispose()
+        second.dispose()

@@ -128,7 +128,7 @@ class _Sql:
         # A page of the workspace's rows in chunk-id order (``export``), from the primary
         # key: the first page, and the pages after a chunk id.
         export = (
-            "SELECT CAST(chunk_id AS text), workspace_id, item_id, source_type, created_at, "
+            "SELECT CAST(chunk_id AS text), workspace_id, item_id, source_type, created_at, "  # noqa: S608
             f"embedding_model, CAST(embedding AS real[]) FROM {table} WHERE workspace_id = :w"
         )
         self.export_first = sa.text(f"{export} ORDER BY chunk_id LIMIT :n")
