@@ -397,6 +397,49 @@ def test_a_postgresql_without_pgvector_keeps_the_vectors_in_vectors_db(
         assert c.vectors.export(ws, limit=1000) == before.vectors.export(ws, limit=1000)
 
 
+def test_a_postgresql_deployment_moves_to_another_postgresql_with_pgvector(
+    seeded: Seeded,
+    source: Settings,
+    postgres_url: str,
+    pgvector_url: str,
+    target_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A source on PostgreSQL is read in one REPEATABLE READ snapshot under SHARE locks:
+    first hop SQLite -> PostgreSQL 15 (vectors in vectors.db), then that -> pgvector."""
+    assert transfer(postgres_url, target_dir, "--vector-store", "sqlite-vec") == 0
+    monkeypatch.setenv("RELATA_DATA_DIR", str(target_dir))
+    monkeypatch.setenv("RELATA_VECTOR_STORE", "sqlite-vec")
+    second = tmp_path / "second"
+    assert (
+        main(
+            [
+                "transfer",
+                "--from",
+                postgres_url,
+                "--to",
+                pgvector_url,
+                "--originals-to",
+                str(second),
+            ]
+        )
+        == 0
+    )
+    every_table_matches(source, pgvector_url)
+    with (
+        built(source, embedder=embedder()) as before,
+        built(target_settings(pgvector_url, second), embedder=embedder()) as c,
+    ):
+        ws = seeded.workspace_id
+        assert c.vectors.export(ws, limit=1000) == before.vectors.export(ws, limit=1000)
+        for item in before.repos.items.list(ws, limit=50):
+            assert (
+                c.items.original(ws, item.id).path.read_bytes()
+                == before.items.original(ws, item.id).path.read_bytes()
+            )
+
+
 def test_sql_null_and_json_null_stay_apart_and_sequences_move_past_copied_ids(
     tmp_path: Path, postgres_url: str
 ) -> None:
