@@ -94,7 +94,7 @@ from relata.storage.sql.records import (
 from relata.storage.sql.text_search import SqlTextSearch
 from relata.storage.sql.transient import is_transient
 from relata.storage.sql.unit_of_work import SqlUnitOfWork
-from relata.storage.vectors.factory import build_vector_store
+from relata.storage.vectors.factory import build_vector_store, resolve_vector_store
 from relata.workspaces import WorkspaceService
 
 
@@ -364,6 +364,11 @@ def build(
             chunks=repos.chunks,
             model_versions=repos.model_versions,
             reembedder=reembed,
+            embedded_chunk_limit=(
+                settings.vector_warn_chunks
+                if resolve_vector_store(settings.vector_store, db.dialect) == "sqlite-vec"
+                else None
+            ),
         ),
         entities=EntityService(repos.entities, repos.items, audit=audit),
         claims=ClaimService(repos.claims, repos.contradictions, repos.items, audit=audit),

@@ -42,6 +42,8 @@ READING = {
     "tokens": ["tokens", "list"],
     "workspaces": ["workspaces", "list"],
     "members": ["members", "list"],
+    "transfer": ["transfer", "--to", "postgresql+psycopg://nobody@127.0.0.1:1/none"],
+    "backup": ["backup", "backup-folder"],
 }
 # Commands that write: they create and migrate the database, and say so.
 WRITING = {
@@ -59,6 +61,7 @@ NO_DATABASE = {
 ELSEWHERE = {
     "serve": "tests/e2e/test_cli_serve.py: migrates, then logs the data dir and database",
     "bench": "works in a temporary data dir of its own, never the configured one",
+    "restore": "tests/integration/test_backup.py: writes a data dir from a backup",
 }
 
 

@@ -305,6 +305,86 @@ def test_item_vectors_limit_out_of_range_names_the_field(store: VectorStore, lim
     assert info.value.field == "limit"
 
 
+# ---------------------------------------------------------------- export (relata transfer)
+def export_all(store: VectorStore, workspace_id: str, page: int) -> list[VectorRecord]:
+    out: list[VectorRecord] = []
+    after: str | None = None
+    for _ in range(1000):
+        batch = store.export(workspace_id, after=after, limit=page)
+        assert len(batch) <= page
+        if not batch:
+            return out
+        out.extend(batch)
+        after = batch[-1].chunk_id
+    raise AssertionError("export never ended")
+
+
+def test_export_pages_through_the_workspace_in_chunk_id_order_with_the_payload(
+    store: VectorStore,
+) -> None:
+    when = datetime(2024, 3, 1, 12, 0, 0, 123457, tzinfo=UTC)
+    mine = [
+        rec(unit(1, i, -i / 3), item_id=f"doc-{i % 3}", source_type="pdf", created_at=when)
+        for i in range(7)
+    ]
+    theirs = rec(unit(0, 1), workspace_id=WS_B)
+    store.upsert([mine[4], theirs, *mine[:4]])
+    store.upsert(mine[5:])
+
+    for page in (1, 3, 1000):
+        got = export_all(store, WS_A, page)
+        assert [r.chunk_id for r in got] == sorted(r.chunk_id for r in mine)
+        by_id = {r.chunk_id: r for r in mine}
+        for r in got:
+            want = by_id[r.chunk_id]
+            assert (r.workspace_id, r.item_id, r.source_type, r.embedding_model) == (
+                WS_A,
+                want.item_id,
+                "pdf",
+                "test-model",
+            )
+            assert r.created_at == when and r.created_at.tzinfo is not None
+            # Exactly as written (the stores keep float32; Qdrant normalises, and these are
+            # unit vectors already).
+            assert r.vector == pytest.approx(list(want.vector), abs=1e-6)
+    assert [r.chunk_id for r in export_all(store, WS_B, 2)] == [theirs.chunk_id]
+    assert store.export(str(uuid.uuid4())) == []
+
+
+def test_exported_vectors_upsert_into_another_store_unchanged(
+    store: VectorStore, tmp_path: Path
+) -> None:
+    records = [rec([random.Random(i).uniform(-1, 1) for _ in range(DIMS)]) for i in range(20)]
+    store.upsert(records)
+    copy = SqliteVecStore.standalone(tmp_path / "copy.db", DIMS)
+    try:
+        copy.upsert(export_all(store, WS_A, 6))
+        assert copy.count(WS_A) == 20
+        again = export_all(copy, WS_A, 1000)
+        first = export_all(store, WS_A, 1000)
+        assert [(r.chunk_id, r.item_id, r.created_at) for r in again] == [
+            (r.chunk_id, r.item_id, r.created_at) for r in first
+        ]
+        # float32 values survive the copy bit for bit.
+        assert [list(r.vector) for r in again] == [list(r.vector) for r in first]
+    finally:
+        copy.close()
+
+
+@pytest.mark.parametrize(
+    ("after", "limit", "field"),
+    [("not-a-uuid", 10, "after"), (None, 0, "limit"), (None, 1001, "limit"), (None, True, "limit")],
+)
+def test_export_arguments_out_of_range_name_the_field(
+    store: VectorStore, after: str | None, limit: int, field: str
+) -> None:
+    with pytest.raises(ValidationError) as info:
+        store.export(WS_A, after=after, limit=limit)
+    assert info.value.field == field
+    with pytest.raises(MissingWorkspace):
+        store.export(" ")
+
+
 # ---------------------------------------------------------------- payload and idempotency
 def test_payload_is_exactly_the_thin_set(backend: Backend, store: VectorStore) -> None:
     r = rec(vec(1, 2))

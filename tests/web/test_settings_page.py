@@ -110,6 +110,32 @@ def test_vectors_in_step_are_no_warning_and_lost_ones_are(embedded: Container) -
     assert "reembed?all=true" in r.text  # the service's own warning with its fix
 
 
+def test_a_workspace_past_the_embedded_stores_chunk_threshold_is_told_to_move(
+    settings: Settings,
+) -> None:
+    """RELATA_VECTOR_WARN_CHUNKS: with sqlite-vec, more chunks than it is a warning naming
+    the way to PostgreSQL with pgvector; at or under it, or with 0, none (bootstrap gives
+    no limit with another store: pgvector and Qdrant index the vectors)."""
+    text = "# Tides\n\nTwelve turbines.\n\n## Seals\n\nThe colony grew to 143."
+    for limit, warned in ((1, True), (1000, False), (0, False)):
+        with built(
+            settings, embedder=FakeEmbedder(384, "fake-model"), vector_warn_chunks=limit
+        ) as c:
+            ws = workspace_id(c)
+            if not c.repos.chunks.count(ws):
+                c.ingest.ingest(ws, IngestRequest(text=text, title="Tides"))
+                drain(c)
+            chunks = c.repos.chunks.count(ws)
+            assert chunks > 1
+            page = web_client(c).get(SETTINGS).text
+            assert ("relata transfer" in page) is warned
+            if warned:
+                assert f"this workspace holds {chunks:,} chunks, more than 1 " in page
+                assert "RELATA_VECTOR_WARN_CHUNKS" in page and "pgvector" in page
+            status = c.model_status.status(ws)
+            assert any("relata transfer" in w for w in status.warnings) is warned
+
+
 def test_reembedding_starts_shows_its_progress_and_ends_in_step(embedded: Container) -> None:
     ws = workspace_id(embedded)
     embedded.vectors.delete_by_item(ws, embedded.items.list(ws)[0].id)

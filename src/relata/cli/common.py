@@ -114,8 +114,10 @@ def _missing_database(w: Where) -> str:
 
 # ---------------------------------------------------------------- the container
 @contextmanager
-def open_container(*, log: bool = True, schema: Schema = "require") -> Iterator[Container]:
-    """The built container on the settings in effect, closed afterwards.
+def open_container(
+    *, log: bool = True, schema: Schema = "require", settings: Settings | None = None
+) -> Iterator[Container]:
+    """The built container on the settings in effect (or ``settings``), closed afterwards.
 
     ``schema="require"`` (reading commands) never creates a database: a missing SQLite file
     or an out-of-date schema is a one-line ``CliError`` naming what to run. ``"migrate"``
@@ -125,7 +127,7 @@ def open_container(*, log: bool = True, schema: Schema = "require") -> Iterator[
     from relata.bootstrap import build
     from relata.observability.logging import configure_logging
 
-    settings = settings_or_exit()
+    settings = settings or settings_or_exit()
     w = where(settings)
     if schema == "require" and w.sqlite_file is not None and not w.sqlite_file.is_file():
         raise CliError(_missing_database(w))

@@ -23,6 +23,7 @@ from relata.cli import (
     accounts,
     admin,
     audit,
+    backup,
     claims,
     doctor,
     entities,
@@ -35,6 +36,7 @@ from relata.cli import (
     reprocess,
     search,
     serve,
+    transfer,
     workspaces,
 )
 from relata.cli.common import CliError, run_command
@@ -73,6 +75,8 @@ _COMMANDS: tuple[ModuleType | Deferred, ...] = (
     doctor,
     _BENCH,
     admin,
+    transfer,
+    backup,
 )
 
 

@@ -654,6 +654,16 @@ SETTINGS: tuple[Setting, ...] = (
         "0 turns the copies off.",
     ),
     Setting(
+        "RELATA_VECTOR_WARN_CHUNKS",
+        "vector_warn_chunks",
+        _int(0, 1_000_000_000),
+        "100000",
+        "0-1000000000",
+        "With `sqlite-vec`: the settings page (and `GET /api/v1/settings/models`) warns when a "
+        "workspace holds more chunks than this, before searches outgrow the embedded store; "
+        "the way on is PostgreSQL with pgvector (`relata transfer`, docs/deploy.md). 0: never.",
+    ),
+    Setting(
         "RELATA_QDRANT_URL",
         "qdrant_url",
         _url("http", "https"),
@@ -841,6 +851,7 @@ class Settings:
     reembed_batch_size: int = 256
     vector_store: str = "auto"
     vector_memory_mb: int = 256
+    vector_warn_chunks: int = 100_000
     qdrant_url: str = ""
     qdrant_api_key: str = dataclasses.field(default="", repr=False)
     qdrant_collection: str = "relata_chunks"

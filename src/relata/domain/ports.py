@@ -810,6 +810,16 @@ class VectorStore(Protocol):
         """Vectors of the current width stored for the workspace."""
         ...
 
+    def export(
+        self, workspace_id: str, *, after: str | None = None, limit: int = 256
+    ) -> list[VectorRecord]:
+        """The workspace's vectors of the current width with their payload, in chunk-id
+        order, at most ``limit`` (1..1000) after chunk id ``after``: a bounded page, so a
+        whole store is read page by page (``relata transfer`` copies one store into
+        another; docs/decisions/0034). Vectors come back as stored (float32 values; Qdrant
+        stores them normalised), ``created_at`` as a UTC datetime."""
+        ...
+
     def close(self) -> None: ...
 
 

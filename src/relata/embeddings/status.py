@@ -154,6 +154,7 @@ class ModelStatusService:
         model_versions: ModelVersionRepository,
         reembedder: Reembedder,
         health_timeout: float = 2.0,
+        embedded_chunk_limit: int | None = None,
     ) -> None:
         if health_timeout <= 0:
             raise ValueError("health_timeout must be positive")
@@ -166,6 +167,9 @@ class ModelStatusService:
         self._model_versions = model_versions
         self._reembedder = reembedder
         self._timeout = health_timeout
+        #: With the embedded vector store: the chunk count past which a workspace is warned
+        #: to move to PostgreSQL with pgvector (RELATA_VECTOR_WARN_CHUNKS); None: no warning.
+        self._embedded_limit = embedded_chunk_limit or None
 
     def status(self, workspace_id: str) -> ModelStatus:
         embedder = self._embedder
@@ -203,7 +207,8 @@ class ModelStatusService:
             models_seen=seen,
             counts=counts,
             reembed=reembed,
-            warnings=_warnings(embedding, analysis, counts, reembed),
+            warnings=_warnings(embedding, analysis, counts, reembed)
+            + _scale_warning(counts, self._embedded_limit),
         )
 
     def counts(self, workspace_id: str) -> StoredCounts:
@@ -247,6 +252,17 @@ class ModelStatusService:
             finished_at=job.finished_at,
             last_error=job.last_error,
         )
+
+
+def _scale_warning(counts: StoredCounts, limit: int | None) -> list[str]:
+    if limit is None or counts.chunks <= limit:
+        return []
+    return [
+        f"this workspace holds {counts.chunks:,} chunks, more than {limit:,} "
+        "(RELATA_VECTOR_WARN_CHUNKS): the embedded vector store (sqlite-vec) searches every "
+        "vector of a workspace, so searches slow down as it grows; move the deployment to "
+        "PostgreSQL with pgvector (`relata transfer`, docs/deploy.md)"
+    ]
 
 
 def _warnings(

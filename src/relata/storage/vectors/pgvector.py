@@ -44,7 +44,9 @@ from relata.storage.vectors.validation import (
     SearchFilters,
     Vector,
     check_dimensions,
+    check_export,
     check_limit,
+    exported,
     prepare_batch,
     prepare_search,
     ranked_by_distance,
@@ -123,6 +125,16 @@ class _Sql:
             "WHERE workspace_id = :w AND item_id = :i ORDER BY chunk_id LIMIT :n"
         )
         self.count = sa.text(f"SELECT count(*) FROM {table} WHERE workspace_id = :w")  # noqa: S608
+        # A page of the workspace's rows in chunk-id order (``export``), from the primary
+        # key: the first page, and the pages after a chunk id.
+        export = (
+            "SELECT CAST(chunk_id AS text), workspace_id, item_id, source_type, created_at, "  # noqa: S608
+            f"embedding_model, CAST(embedding AS real[]) FROM {table} WHERE workspace_id = :w"
+        )
+        self.export_first = sa.text(f"{export} ORDER BY chunk_id LIMIT :n")
+        self.export_after = sa.text(
+            f"{export} AND chunk_id > CAST(:after AS uuid) ORDER BY chunk_id LIMIT :n"
+        )
 
 
 def vector_table(dimensions: int) -> str:
@@ -329,6 +341,19 @@ class PgvectorStore:
         self.prepare()
         with self._db.read(shared=False) as conn:
             return int(conn.execute(self._sql.count, {"w": workspace_id}).scalar_one())
+
+    def export(
+        self, workspace_id: str, *, after: str | None = None, limit: int = 256
+    ) -> list[VectorRecord]:
+        """A page of the workspace's rows, in chunk-id order (a uuid's byte order is its
+        lowercase text's order), as stored: ``real[]`` gives back the float32 values."""
+        start = check_export(workspace_id, after, limit)
+        self.prepare()
+        statement = self._sql.export_first if start is None else self._sql.export_after
+        params = {"w": workspace_id, "after": start, "n": limit}
+        with self._db.read(shared=False) as conn:
+            rows = conn.execute(statement, params).all()
+        return [exported(*r) for r in rows]
 
     def close(self) -> None:
         """Nothing to release: the container owns and disposes of the database engine."""

@@ -37,7 +37,9 @@ from relata.domain.ports import VectorHit, VectorRecord
 from relata.storage.vectors.validation import (
     SearchFilters,
     check_dimensions,
+    check_export,
     check_limit,
+    exported,
     prepare_batch,
     prepare_search,
     ranked,
@@ -317,6 +319,48 @@ class QdrantVectorStore:
             if offset is None:
                 break
         return vectors
+
+    def export(
+        self, workspace_id: str, *, after: str | None = None, limit: int = 256
+    ) -> list[VectorRecord]:
+        """A page of the workspace's points in this width's collection, in chunk-id order
+        (a scroll is ordered by point id; its offset is the first id returned, so the page
+        starting at ``after`` drops it). Vectors as Qdrant stores them: normalised."""
+        start = check_export(workspace_id, after, limit)
+        self._ensure_collection()
+        selector = qm.Filter(must=[_match("workspace_id", workspace_id)])
+        wanted = limit if start is None else limit + 1
+        records, _ = self._call(
+            lambda c: c.scroll(
+                self.collection,
+                scroll_filter=selector,
+                limit=wanted,
+                offset=start,
+                with_payload=True,
+                with_vectors=True,
+            )
+        )
+        out: list[VectorRecord] = []
+        for record in records:
+            if start is not None and str(record.id) == start:
+                continue
+            if not isinstance(record.vector, list):  # named vectors: refused by _check_params
+                raise Permanent(
+                    f"Qdrant collection {self.collection} returned a point without its vector"
+                )
+            p = record.payload or {}
+            out.append(
+                exported(
+                    record.id,
+                    p.get("workspace_id"),
+                    p.get("item_id"),
+                    p.get("source_type"),
+                    p.get("created_at"),
+                    p.get("embedding_model"),
+                    record.vector,
+                )
+            )
+        return out[:limit]
 
     def payload(self, chunk_id: str) -> dict[str, Any] | None:
         """The stored payload of one point (for checks and tests); ``None`` when absent."""

@@ -40,7 +40,9 @@ from relata.storage.vectors.resident import ResidentPartition
 from relata.storage.vectors.validation import (
     SearchFilters,
     check_dimensions,
+    check_export,
     check_limit,
+    exported,
     prepare_batch,
     prepare_search,
     ranked_by_distance,
@@ -170,6 +172,15 @@ class _VecSql:
         self.point = sa.text(
             f"SELECT workspace_id, item_id, source_type, created_at, embedding "  # noqa: S608
             f"FROM {table} WHERE chunk_id = :id"
+        )
+        # A page of the workspace's vectors in chunk-id order (``export``): the chunk ids
+        # from vec_points, each vector a primary-key lookup in vec0.
+        self.export = sa.text(
+            "SELECT p.chunk_id, v.workspace_id, v.item_id, v.source_type, v.created_at, "  # noqa: S608
+            f"v.embedding_model, v.embedding FROM {POINTS_TABLE} p "
+            f"JOIN {table} v ON v.chunk_id = p.chunk_id "
+            "WHERE p.workspace_id = :w AND p.dimensions = :d AND p.chunk_id > :after "
+            "ORDER BY p.chunk_id LIMIT :n"
         )
 
 
@@ -440,6 +451,20 @@ class SqliteVecStore:
         with _translated(), self._db.read(shared=False) as conn:
             n = conn.execute(_POINTS_COUNT, {"w": workspace_id, "d": self.dimensions})
             return int(n.scalar_one())
+
+    def export(
+        self, workspace_id: str, *, after: str | None = None, limit: int = 256
+    ) -> list[VectorRecord]:
+        """A page of the workspace's vectors of this width, in chunk-id order, as stored."""
+        start = check_export(workspace_id, after, limit)
+        self._ensure_schema()
+        params = {"w": workspace_id, "d": self.dimensions, "after": start or "", "n": limit}
+        with _translated(), self._db.read(shared=False) as conn:
+            rows = conn.execute(self._sql.export, params).all()
+        return [
+            exported(r[0], r[1], r[2], r[3], r[4], r[5], np.frombuffer(r[6], dtype=np.float32))
+            for r in rows
+        ]
 
     def close(self) -> None:
         if self._owns_db:

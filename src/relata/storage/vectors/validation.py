@@ -13,7 +13,7 @@ import math
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -218,4 +218,48 @@ def ranked_by_distance(rows: Iterable[Sequence[Any]]) -> list[VectorHit]:
             )
             for r in rows
         ]
+    )
+
+
+#: The most vectors one ``export`` page returns.
+MAX_EXPORT = 1000
+
+
+def check_export(workspace_id: str, after: str | None, limit: int) -> str | None:
+    """``export``'s arguments checked alike in every store: the workspace, a page size of
+    1..``MAX_EXPORT``, and ``after`` either ``None`` or a chunk id (a lowercase UUID)."""
+    require_workspace(workspace_id)
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_EXPORT:
+        raise ValidationError(f"limit must be an integer in 1..{MAX_EXPORT}", field="limit")
+    if after is None:
+        return None
+    try:
+        ok = isinstance(after, str) and str(uuid.UUID(after)) == after
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ValidationError("after must be a chunk id (a lowercase UUID)", field="after")
+    return after
+
+
+def exported(
+    chunk_id: object,
+    workspace_id: object,
+    item_id: object,
+    source_type: object,
+    created_at: object,
+    embedding_model: object,
+    vector: npt.ArrayLike,
+) -> VectorRecord:
+    """One stored row as the ``VectorRecord`` it was written from: ``created_at`` back from
+    float Unix seconds to a UTC datetime (exact to the microsecond), the vector as float32
+    values."""
+    return VectorRecord(
+        chunk_id=str(chunk_id),
+        workspace_id=str(workspace_id),
+        item_id=str(item_id),
+        source_type=str(source_type),
+        created_at=datetime.fromtimestamp(float(created_at), UTC),  # type: ignore[arg-type]
+        embedding_model=str(embedding_model),
+        vector=np.asarray(vector, dtype=np.float32).tolist(),
     )
