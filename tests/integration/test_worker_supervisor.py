@@ -111,6 +111,7 @@ def test_a_child_that_outlives_the_drain_deadline_is_killed(running: list[Runnin
     assert not alive(pid)
 
 
+@pytest.mark.slow
 def test_worker_processes_drain_by_themselves_when_the_supervisor_is_killed(
     tmp_path: Path,
 ) -> None:
@@ -152,29 +153,27 @@ def test_worker_processes_drain_by_themselves_when_the_supervisor_is_killed(
 def test_worker_processes_refuse_a_missing_database_before_starting_any(
     tmp_path: Path,
 ) -> None:
-    env = {**os.environ, "RELATA_DATA_DIR": str(tmp_path / "nothing"), "RELATA_DATABASE_URL": ""}
-    done = subprocess.run(
-        [sys.executable, "-m", "relata.cli.main", "worker", "--processes", "3"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = worker_command(tmp_path / "nothing", "--processes", "3")
     assert done.returncode == 1
     assert "no database at" in done.stderr
     assert "worker process started" not in done.stderr
 
 
 def test_worker_processes_are_refused_outside_one_to_sixty_four(tmp_path: Path) -> None:
-    env = {**os.environ, "RELATA_DATA_DIR": str(tmp_path)}
-    done = subprocess.run(
-        [sys.executable, "-m", "relata.cli.main", "worker", "--processes", "0"],
+    done = worker_command(tmp_path, "--processes", "0")
+    assert done.returncode == 1
+    assert "1-64 processes" in done.stderr
+
+
+def worker_command(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``relata worker ARGS`` on ``data_dir`` (SQLite), run to its end."""
+    env = {**os.environ, "RELATA_DATA_DIR": str(data_dir), "RELATA_DATABASE_URL": ""}
+    return subprocess.run(
+        [sys.executable, "-m", "relata.cli.main", "worker", *args],
         cwd=ROOT,
         env=env,
         capture_output=True,
         text=True,
         timeout=120,
+        check=False,
     )
-    assert done.returncode == 1
-    assert "1-64 processes" in done.stderr

@@ -41,7 +41,7 @@ from relata.cli.benchmarks.common import (
 from relata.cli.benchmarks.processes import run_pipeline_in_processes
 from relata.cli.common import CliError
 from relata.domain.vocabulary import RunOutcome
-from relata.ingest.bulk import JsonlFields, jsonl_requests
+from relata.ingest.bulk import JsonlFields, Settled, Tally, jsonl_requests
 from relata.jobs.queue import MAX_PAGE
 from relata.storage.sql.tables import items
 
@@ -178,19 +178,8 @@ def _run(c: Container, args: argparse.Namespace, corpus: Path) -> dict[str, Any]
     items = tally.ingested
     total_s = ingest_s + pipeline_s
     return {
-        "corpus": str(corpus),
-        "lines": len(records),
-        "items": items,
-        "duplicates": tally.duplicates,
-        "rejected": len(tally.rejected),
-        "ready": settled.counts.get("ready", 0),
-        "failed": settled.counts.get("failed", 0),
-        "finished": settled.finished,
-        "chunks": chunks,
+        **_outcome(c, corpus, records, tally, settled, chunks),
         "workers": workers,
-        "chunk_target_chars": c.settings.chunk_target_chars,
-        "chunk_overlap_chars": c.settings.chunk_overlap_chars,
-        "database": c.db.dialect,
         "ingest": {
             "seconds": round(ingest_s, 3),
             "cpu_seconds": round(ingest_cpu, 3),
@@ -217,6 +206,31 @@ def _run(c: Container, args: argparse.Namespace, corpus: Path) -> dict[str, Any]
             "chunks_per_s": rate(chunks, total_s),
         },
         "stages": _stage_times(c, ws.id, list(tally.item_ids)),
+    }
+
+
+def _outcome(
+    c: Container,
+    corpus: Path,
+    records: list[Record],
+    tally: Tally,
+    settled: Settled,
+    chunks: int,
+) -> dict[str, Any]:
+    """The report's first part: what was read, ingested and settled, and the settings."""
+    return {
+        "corpus": str(corpus),
+        "lines": len(records),
+        "items": tally.ingested,
+        "duplicates": tally.duplicates,
+        "rejected": len(tally.rejected),
+        "ready": settled.counts.get("ready", 0),
+        "failed": settled.counts.get("failed", 0),
+        "finished": settled.finished,
+        "chunks": chunks,
+        "chunk_target_chars": c.settings.chunk_target_chars,
+        "chunk_overlap_chars": c.settings.chunk_overlap_chars,
+        "database": c.db.dialect,
     }
 
 
@@ -250,20 +264,9 @@ def _run_in_processes(
     items_n, chunks = tally.ingested, c.repos.chunks.count(ws)
     jobs = _jobs_by_kind(c, ws)
     return {
-        "corpus": str(corpus),
-        "lines": len(records),
-        "items": items_n,
-        "duplicates": tally.duplicates,
-        "rejected": len(tally.rejected),
-        "ready": run.settled.counts.get("ready", 0),
-        "failed": run.settled.counts.get("failed", 0),
-        "finished": run.settled.finished,
-        "chunks": chunks,
+        **_outcome(c, corpus, records, tally, run.settled, chunks),
         "processes": args.processes,
         "workers": args.workers or "default",
-        "chunk_target_chars": c.settings.chunk_target_chars,
-        "chunk_overlap_chars": c.settings.chunk_overlap_chars,
-        "database": c.db.dialect,
         "ingest": {
             "seconds": round(ingest_s, 3),
             "cpu_seconds": round(ingest_cpu, 3),
