@@ -75,6 +75,7 @@ from relata.search.answers import AnswerService
 from relata.search.service import SearchService
 from relata.storage.sql import migrate
 from relata.storage.sql.accounts import SqlUserRepository, SqlWorkspaceRepository
+from relata.storage.sql.ai_slots import local_model_gate, model_server_gate
 from relata.storage.sql.chunks import SqlChunkRepository
 from relata.storage.sql.claims import SqlClaimRepository, SqlContradictionRepository
 from relata.storage.sql.credentials import SqlApiTokenRepository, SqlSessionRepository
@@ -152,6 +153,8 @@ class Container:
     registry: HandlerRegistry
     # The one failure classifier: the queue's and the pipeline's (database errors included).
     classifier: FailureClassifier
+    # Calls to a model server (analysis, a remote embedder), RELATA_AI_CONCURRENCY at a time
+    # across the deployment's processes (docs/decisions/0033-worker-processes.md).
     ai_limiter: AiCallLimiter
     # None when RELATA_EMBEDDING_PROVIDER=none: no vectors, no meaning-based search.
     embedder: Embedder | None
@@ -278,9 +281,20 @@ def build(
         lease_seconds=settings.job_lease_seconds,
         known_kinds=registry.kinds,
     )
-    ai_limiter = AiCallLimiter(settings.ai_concurrency, on_wait=metrics.observe_ai_wait)
+    # RELATA_AI_CONCURRENCY holds across processes (docs/decisions/0033): a model server's
+    # slots are the deployment's, the in-process model's are this machine's.
+    ai_limiter = AiCallLimiter(
+        settings.ai_concurrency,
+        on_wait=metrics.observe_ai_wait,
+        gate=model_server_gate(db, settings.ai_concurrency),
+    )
     if embedder is None:
-        embedder = build_embedder(settings, limiter=ai_limiter)
+        local_limiter = AiCallLimiter(
+            settings.ai_concurrency,
+            on_wait=metrics.observe_ai_wait,
+            gate=local_model_gate(db, settings.ai_concurrency),
+        )
+        embedder = build_embedder(settings, limiter=ai_limiter, local_limiter=local_limiter)
     vectors = build_vector_store(settings, db, _vector_width(settings, embedder))
     analysis = build_analysis(settings, limiter=ai_limiter, metrics=metrics)
     available = set()

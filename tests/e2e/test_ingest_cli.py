@@ -175,3 +175,38 @@ def test_bench_ingest_reports_rates_as_json_on_the_last_line(
     assert report["machine"]["cpus"] >= 1
     # A fresh temporary data dir: nothing was written to the configured one.
     assert not (Path(env["RELATA_DATA_DIR"]) / "relata.db").exists()
+
+
+@pytest.mark.slow
+def test_bench_ingest_with_worker_processes_on_a_given_database(
+    tmp_path: Path, database_url: str
+) -> None:
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(
+        "".join(
+            json.dumps({"_id": str(i), "title": f"T{i}", "text": f"Abstract number {i}. " * 20})
+            + "\n"
+            for i in range(6)
+        )
+    )
+    env = {
+        "RELATA_DATA_DIR": str(tmp_path / "configured"),
+        "RELATA_LOG_FORMAT": "text",
+        "RELATA_EMBEDDING_PROVIDER": "none",
+        "RELATA_VECTOR_STORE": "sqlite-vec",
+        "RELATA_JOB_POLL_SECONDS": "0.05",
+    }
+    args = ["bench", "ingest", "--jsonl", str(corpus), "--processes", "2", "--json"]
+    r = _relata([*args, "--database", database_url], env)
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout.strip().splitlines()[-1])
+    dialect = "postgresql" if database_url.startswith("postgresql") else "sqlite"
+    assert report["processes"] == 2 and report["database"] == dialect
+    assert report["items"] == 6 and report["ready"] == 6 and report["finished"] is True
+    assert report["pipeline"]["cpu_seconds"] > 0  # the worker processes' CPU, not ours
+    assert {v["runs"] for v in report["stages"].values()} == {6}
+    assert "x 2 processes" in r.stdout
+    # The run's data stays in the given database, so a second run there is refused.
+    again = _relata([*args, "--database", database_url], env)
+    assert again.returncode == 2
+    assert "--database must be empty" in again.stderr

@@ -29,6 +29,7 @@ from relata.domain.errors import ConfigError, RelataError
 if TYPE_CHECKING:
     from relata.bootstrap import Container
     from relata.domain.models import Workspace
+    from relata.storage.sql.engine import Database
 
 #: What ``open_container`` does about the schema: ``migrate`` (create and upgrade it),
 #: ``require`` (refuse, in one line, a missing or out-of-date database), ``any`` (no check).
@@ -136,18 +137,33 @@ def open_container(
     container = build(settings)
     try:
         if schema != "any":
-            _check_schema(container, w, schema)
+            _check_schema(container.db, w, schema)
         yield container
     finally:
         container.close()
 
 
-def _check_schema(c: Container, w: Where, schema: Schema) -> None:
+def require_database(settings: Settings) -> None:
+    """``open_container``'s refusal of a missing or out-of-date database, without building
+    anything (a supervisor checks once before it starts its worker processes)."""
+    from relata.storage.sql.engine import Database
+
+    w = where(settings)
+    if w.sqlite_file is not None and not w.sqlite_file.is_file():
+        raise CliError(_missing_database(w))
+    db = Database.from_url(settings.resolved_database_url)
+    try:
+        _check_schema(db, w, "require")
+    finally:
+        db.dispose()
+
+
+def _check_schema(db: Database, w: Where, schema: Schema) -> None:
     from relata.storage.sql import migrate
 
-    current = migrate.current_revision(c.db)
+    current = migrate.current_revision(db)
     if schema == "migrate":
-        migrate.upgrade(c.db)
+        migrate.upgrade(db)
         if current is None:
             print(f"relata: set up a new database: {w.describe()}", file=sys.stderr)
         return

@@ -1,4 +1,5 @@
-"""``relata worker`` (background workers only, no HTTP) and ``relata jobs`` (list jobs).
+"""``relata worker`` (background workers only, no HTTP; ``--processes N`` supervises N of
+them) and ``relata jobs`` (list jobs).
 
 ``relata jobs`` names the item a stage job works on (its id and title or filename), so a
 failure such as ``ValidationError: the PDF cannot be read`` says which document it was.
@@ -9,18 +10,29 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
+import sys
 from typing import TYPE_CHECKING, Any
 
-from relata.cli.common import CliError, add_workspace_option, existing_workspace, open_container
+from relata.cli.common import (
+    CliError,
+    add_workspace_option,
+    existing_workspace,
+    open_container,
+    require_database,
+    settings_or_exit,
+)
 from relata.domain.models import JobStatus
 
 if TYPE_CHECKING:
     from relata.bootstrap import Container
+    from relata.config.settings import Settings
     from relata.domain.models import Job
 
 log = logging.getLogger("relata.worker")
 
 _STATUSES = [s.value for s in JobStatus]
+_MAX_PROCESSES = 64
 _ERROR_CHARS = 180
 _LABEL_CHARS = 40
 
@@ -29,13 +41,28 @@ def register(sub: Any) -> None:
     p = sub.add_parser(
         "worker",
         help="run background workers only (no HTTP); drains on SIGTERM/SIGINT",
-        description="Claim and run background jobs with RELATA_WORKERS threads until "
-        "SIGTERM/SIGINT, then drain for up to RELATA_SHUTDOWN_TIMEOUT seconds. Run as many "
-        "worker processes, on as many machines, as the database can serve.",
+        description="Claim and run background jobs until SIGTERM/SIGINT, then drain for up "
+        "to RELATA_SHUTDOWN_TIMEOUT seconds. With --processes N, a supervisor runs N worker "
+        "processes, restarts one that dies, and drains them all on SIGTERM/SIGINT. Run as "
+        "many, on as many machines, as the database can serve: they share its queue.",
     )
     p.add_argument(
-        "--workers", type=int, default=None, metavar="N", help="threads (default RELATA_WORKERS)"
+        "--processes",
+        type=int,
+        default=1,
+        metavar="N",
+        help="worker processes on this machine (1-64, default 1; see docs/decisions/0033)",
     )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="threads per process (default RELATA_WORKERS; with --processes above 1, "
+        "two per core across the processes)",
+    )
+    # Set by the supervisor on its children: drain when that process goes away.
+    p.add_argument("--supervisor-pid", type=int, default=None, help=argparse.SUPPRESS)
     p.set_defaults(handler=_worker)
 
     p = sub.add_parser(
@@ -56,12 +83,16 @@ def register(sub: Any) -> None:
 
 
 def _worker(args: argparse.Namespace) -> int:
+    if not 1 <= args.processes <= _MAX_PROCESSES:
+        raise CliError(f"relata worker needs 1-{_MAX_PROCESSES} processes (--processes)")
+    if args.processes > 1:
+        return _supervise(args)
     from relata.jobs.runner import run_until_signalled
 
     with open_container() as c:
         workers = c.settings.workers if args.workers is None else args.workers
-        if not 1 <= workers <= 64:
-            raise CliError("relata worker needs 1-64 workers (--workers or RELATA_WORKERS)")
+        _check_workers(workers)
+        _warn_oversubscribed(c.settings)
         c.vectors.prepare()
         pool = c.worker_pool(workers=workers)
         kinds = c.registry.kinds()
@@ -69,9 +100,71 @@ def _worker(args: argparse.Namespace) -> int:
             "worker starting",
             extra={"fields": {"workers": workers, "kinds": kinds, "db": c.db.dialect}},
         )
-        drained = run_until_signalled(pool, c.settings.shutdown_timeout)
+        drained = run_until_signalled(
+            pool, c.settings.shutdown_timeout, parent_pid=args.supervisor_pid
+        )
         log.info("worker stopped", extra={"fields": {"drained": drained}})
     return 0
+
+
+def _supervise(args: argparse.Namespace) -> int:
+    """``--processes N``: check the settings and the database once, then run N children
+    (each a ``relata worker`` of its own) under a supervisor (relata.jobs.supervisor)."""
+    from relata.jobs.runner import shutdown_signals
+    from relata.jobs.supervisor import ProcessSupervisor, threads_per_process, usable_cores
+    from relata.observability.logging import configure_logging
+
+    settings = settings_or_exit()
+    configure_logging(settings.log_level, settings.log_format)
+    require_database(settings)  # one line now, rather than N children failing in a loop
+    cores = usable_cores()
+    workers = args.workers or threads_per_process(args.processes, cores)
+    _check_workers(workers)
+    _warn_oversubscribed(settings, cores)
+    child = [sys.executable, "-m", "relata.cli.main", "worker", "--workers", str(workers)]
+    child += ["--supervisor-pid", str(os.getpid())]
+    supervisor = ProcessSupervisor(
+        [child] * args.processes, shutdown_timeout=settings.shutdown_timeout
+    )
+    log.info(
+        "worker supervisor starting",
+        extra={"fields": {"processes": args.processes, "workers": workers, "cores": cores}},
+    )
+    with shutdown_signals() as sig:
+        sig.on_repeat = supervisor.signal_children
+        code = supervisor.run(sig.event)
+    if code != 0:
+        raise CliError("worker processes kept dying (see the log above); stopped")
+    return 0
+
+
+def _check_workers(workers: int) -> None:
+    if not 1 <= workers <= 64:
+        raise CliError("relata worker needs 1-64 workers (--workers or RELATA_WORKERS)")
+
+
+def _warn_oversubscribed(settings: Settings, cores: int | None = None) -> None:
+    """Warn when the local embedder's calls can ask for more threads than there are cores:
+    RELATA_AI_CONCURRENCY calls at once on this machine (ADR 33), each with
+    RELATA_EMBEDDING_THREADS onnxruntime threads (0: one per core)."""
+    if settings.embedding_provider != "local":
+        return
+    from relata.jobs.supervisor import usable_cores
+
+    cores = cores or usable_cores()
+    per_call = settings.embedding_threads or cores
+    if settings.ai_concurrency * per_call > cores:
+        log.warning(
+            "embedding calls can oversubscribe the cores: RELATA_AI_CONCURRENCY x "
+            "RELATA_EMBEDDING_THREADS exceeds them",
+            extra={
+                "fields": {
+                    "ai_concurrency": settings.ai_concurrency,
+                    "embedding_threads": per_call,
+                    "cores": cores,
+                }
+            },
+        )
 
 
 def _job_dict(job: Job, item: dict[str, Any] | None) -> dict[str, Any]:

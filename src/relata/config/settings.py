@@ -406,7 +406,8 @@ SETTINGS: tuple[Setting, ...] = (
         _int(0, 64),
         "2",
         "0-64",
-        "Background worker threads per process (`relata serve` and `relata worker`); "
+        "Background worker threads per process (`relata serve` and `relata worker`; "
+        "`relata worker --processes N` defaults to two per core across its processes); "
         "0 means `relata serve` runs no in-process workers.",
     ),
     Setting(
@@ -415,8 +416,10 @@ SETTINGS: tuple[Setting, ...] = (
         _int(1, 64),
         "2",
         "1-64",
-        "Concurrent AI calls (embedding and language-model requests) per process, "
-        "independent of the worker count.",
+        "Concurrent AI calls (embedding and language-model requests), independent of the "
+        "worker count and held across processes: a model server's across every process of "
+        "the deployment, the local embedding model's across this machine's "
+        "(docs/decisions/0033).",
     ),
     Setting(
         "RELATA_JOB_MAX_ATTEMPTS",

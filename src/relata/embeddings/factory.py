@@ -44,7 +44,15 @@ def known_dimensions(model: str) -> int | None:
     return KNOWN_DIMENSIONS.get(name) or KNOWN_DIMENSIONS.get(name.split(":", 1)[0])
 
 
-def build_embedder(settings: Settings, *, limiter: AiCallLimiter | None = None) -> Embedder | None:
+def build_embedder(
+    settings: Settings,
+    *,
+    limiter: AiCallLimiter | None = None,
+    local_limiter: AiCallLimiter | None = None,
+) -> Embedder | None:
+    """The configured embedder. A model server's calls take ``limiter``'s slots; the local
+    model's take ``local_limiter``'s (its calls are this machine's cores: ADR 33), or
+    ``limiter``'s when none is given."""
     provider = settings.embedding_provider
     if provider == "none":
         return None
@@ -56,7 +64,7 @@ def build_embedder(settings: Settings, *, limiter: AiCallLimiter | None = None) 
             batch_size=settings.embedding_batch_size,
             batch_tokens=settings.embedding_batch_tokens,
             threads=settings.embedding_threads,
-            limiter=limiter,
+            limiter=local_limiter or limiter,
         )
     model = settings.embedding_model or DEFAULT_MODELS[provider]
     dimensions = settings.embedding_dimensions or known_dimensions(model)

@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import sqlalchemy as sa
+
 from relata.bootstrap import Container
 from relata.cli.benchmarks.common import (
     Record,
@@ -36,9 +38,12 @@ from relata.cli.benchmarks.common import (
     rate,
     run_pipeline,
 )
+from relata.cli.benchmarks.processes import run_pipeline_in_processes
+from relata.cli.common import CliError
 from relata.domain.vocabulary import RunOutcome
-from relata.ingest.bulk import JsonlFields, jsonl_requests
+from relata.ingest.bulk import JsonlFields, Settled, Tally, jsonl_requests
 from relata.jobs.queue import MAX_PAGE
+from relata.storage.sql.tables import items
 
 DESCRIPTION = (
     "Ingest a JSONL corpus (one {_id, title, text} object per line) into a fresh temporary "
@@ -66,6 +71,21 @@ def register(group: Any) -> None:
         default=None,
         metavar="N",
         help="worker threads (default: RELATA_WORKERS)",
+    )
+    p.add_argument(
+        "--processes",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="run the pipeline with `relata worker --processes N` (child processes) instead of "
+        "in-process workers; --workers is then threads per process",
+    )
+    p.add_argument(
+        "--database",
+        default=None,
+        metavar="URL",
+        help="use this (empty) database instead of a fresh SQLite file, e.g. PostgreSQL; "
+        "the run's data is left in it",
     )
     p.add_argument(
         "--timeout",
@@ -108,16 +128,22 @@ def _stages(value: str) -> tuple[str, ...]:
 def _bench_ingest(args: argparse.Namespace) -> int:
     base = quiet_settings()
     corpus = existing_file(args.jsonl)
-    with (
-        tempfile.TemporaryDirectory(prefix="relata-bench-") as tmp,
-        opened(fresh_settings(base, tmp), stages=args.stages) as c,
-    ):
-        report = _run(c, args, corpus)
+    if args.processes is not None and args.stages is not None:
+        raise CliError("--stages needs in-process workers: it cannot be used with --processes")
+    with tempfile.TemporaryDirectory(prefix="relata-bench-") as tmp:
+        settings = fresh_settings(base, tmp)
+        if args.database:
+            settings = settings.replace(database_url=args.database)
+        with opened(settings, stages=args.stages) as c:
+            _require_empty(c)
+            report = _run(c, args, corpus)
     report["machine"] = machine()
     report["command"] = (
         f"relata bench ingest --jsonl {args.jsonl}"
         + (f" --limit {args.limit}" if args.limit else "")
         + (f" --workers {args.workers}" if args.workers else "")
+        + (f" --processes {args.processes}" if args.processes else "")
+        + (" --database URL" if args.database else "")
         + (f" --stages {','.join(args.stages)}" if args.stages else "")
     )
     emit(report, _lines(report), as_json=args.json)
@@ -131,6 +157,8 @@ def _run(c: Container, args: argparse.Namespace, corpus: Path) -> dict[str, Any]
         records: list[Record] = list(
             jsonl_requests(stream, fields, c.settings.max_upload_bytes, limit=args.limit)
         )
+    if args.processes is not None:
+        return _run_in_processes(c, args, corpus, ws.id, records)
     workers = args.workers if args.workers is not None else max(1, c.settings.workers)
     with StatementCounter(c.db.engine) as sql:
         t0, cpu0 = time.perf_counter(), time.process_time()
@@ -150,19 +178,8 @@ def _run(c: Container, args: argparse.Namespace, corpus: Path) -> dict[str, Any]
     items = tally.ingested
     total_s = ingest_s + pipeline_s
     return {
-        "corpus": str(corpus),
-        "lines": len(records),
-        "items": items,
-        "duplicates": tally.duplicates,
-        "rejected": len(tally.rejected),
-        "ready": settled.counts.get("ready", 0),
-        "failed": settled.counts.get("failed", 0),
-        "finished": settled.finished,
-        "chunks": chunks,
+        **_outcome(c, corpus, records, tally, settled, chunks),
         "workers": workers,
-        "chunk_target_chars": c.settings.chunk_target_chars,
-        "chunk_overlap_chars": c.settings.chunk_overlap_chars,
-        "database": c.db.dialect,
         "ingest": {
             "seconds": round(ingest_s, 3),
             "cpu_seconds": round(ingest_cpu, 3),
@@ -192,6 +209,88 @@ def _run(c: Container, args: argparse.Namespace, corpus: Path) -> dict[str, Any]
     }
 
 
+def _outcome(
+    c: Container,
+    corpus: Path,
+    records: list[Record],
+    tally: Tally,
+    settled: Settled,
+    chunks: int,
+) -> dict[str, Any]:
+    """The report's first part: what was read, ingested and settled, and the settings."""
+    return {
+        "corpus": str(corpus),
+        "lines": len(records),
+        "items": tally.ingested,
+        "duplicates": tally.duplicates,
+        "rejected": len(tally.rejected),
+        "ready": settled.counts.get("ready", 0),
+        "failed": settled.counts.get("failed", 0),
+        "finished": settled.finished,
+        "chunks": chunks,
+        "chunk_target_chars": c.settings.chunk_target_chars,
+        "chunk_overlap_chars": c.settings.chunk_overlap_chars,
+        "database": c.db.dialect,
+    }
+
+
+def _require_empty(c: Container) -> None:
+    if c.db.dialect == "sqlite" and not c.settings.database_url:
+        return  # the fresh file
+    with c.db.read() as conn:
+        if conn.execute(sa.select(items.c.id).limit(1)).first() is not None:
+            raise CliError("--database must be empty: it already holds items", exit_code=2)
+
+
+def _run_in_processes(
+    c: Container, args: argparse.Namespace, corpus: Path, ws: str, records: list[Record]
+) -> dict[str, Any]:
+    """Ingest as ``_run`` does, then run the pipeline with ``relata worker --processes N``:
+    CPU is the worker processes' (and, on PostgreSQL, the database backends'), not this
+    process's, and SQL is not counted (it runs in other processes)."""
+    t0, cpu0 = time.perf_counter(), time.process_time()
+    tally = ingest_records(c, ws, records)
+    ingest_s, ingest_cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    t1 = time.perf_counter()
+    run = run_pipeline_in_processes(
+        c,
+        ws,
+        list(tally.item_ids),
+        processes=args.processes,
+        workers=args.workers,
+        timeout=args.timeout,
+    )
+    pipeline_s = time.perf_counter() - t1
+    items_n, chunks = tally.ingested, c.repos.chunks.count(ws)
+    jobs = _jobs_by_kind(c, ws)
+    return {
+        **_outcome(c, corpus, records, tally, run.settled, chunks),
+        "processes": args.processes,
+        "workers": args.workers or "default",
+        "ingest": {
+            "seconds": round(ingest_s, 3),
+            "cpu_seconds": round(ingest_cpu, 3),
+            "items_per_s": rate(items_n, ingest_s),
+        },
+        "pipeline": {
+            "seconds": round(pipeline_s, 3),
+            "cpu_seconds": run.worker_cpu_seconds,
+            "database_cpu_seconds": run.database_cpu_seconds,
+            "items_per_s": rate(items_n, pipeline_s),
+            "chunks_per_s": rate(chunks, pipeline_s),
+            "jobs": sum(jobs.values()),
+            "jobs_by_kind": jobs,
+        },
+        "total": {
+            "seconds": round(ingest_s + pipeline_s, 3),
+            "cpu_seconds": round(ingest_cpu + run.worker_cpu_seconds, 3),
+            "items_per_s": rate(items_n, ingest_s + pipeline_s),
+            "chunks_per_s": rate(chunks, ingest_s + pipeline_s),
+        },
+        "stages": _stage_times(c, ws, list(tally.item_ids)),
+    }
+
+
 def _per(n: int, of: int) -> float | None:
     return round(n / of, 2) if of else None
 
@@ -215,8 +314,19 @@ def _stage_times(c: Container, workspace_id: str, item_ids: list[str]) -> dict[s
         for run in c.repos.runs.list_for_item(workspace_id, item_id):
             s = stages.setdefault(
                 run.stage,
-                {"runs": 0, "failed": 0, "skipped": 0, "busy_s": 0.0, "first": None, "last": None},
+                {
+                    "runs": 0,
+                    "failed": 0,
+                    "skipped": 0,
+                    "busy_s": 0.0,
+                    "cpu_ms": 0.0,
+                    "first": None,
+                    "last": None,
+                },
             )
+            cpu = run.details.get("cpu_ms")
+            if isinstance(cpu, int | float):
+                s["cpu_ms"] += cpu
             s["runs"] += 1
             s["skipped"] += run.outcome == RunOutcome.SKIPPED
             s["failed"] += run.outcome == RunOutcome.FAILED
@@ -232,6 +342,7 @@ def _stage_times(c: Container, workspace_id: str, item_ids: list[str]) -> dict[s
             "failed": s["failed"],
             "skipped": s["skipped"],
             "handler_seconds": round(s["busy_s"], 3),
+            "cpu_seconds": round(s["cpu_ms"] / 1000, 3),
             "window_seconds": round(window, 3),
             "items_per_handler_s": rate(s["runs"], s["busy_s"]),
         }
@@ -243,7 +354,9 @@ def _lines(r: dict[str, Any]) -> list[str]:
         f"corpus {r['corpus']}: {r['lines']} lines, {r['items']} items ingested, "
         f"{r['duplicates']} duplicates, {r['rejected']} rejected",
         f"{r['chunks']} chunks (target {r['chunk_target_chars']} chars, overlap "
-        f"{r['chunk_overlap_chars']}); {r['workers']} workers; {r['database']}",
+        f"{r['chunk_overlap_chars']}); {r['workers']} workers"
+        + (f" x {r['processes']} processes" if r.get("processes") else "")
+        + f"; {r['database']}",
     ]
     for phase in ("ingest", "pipeline", "total"):
         p = r[phase]
@@ -253,16 +366,20 @@ def _lines(r: dict[str, Any]) -> list[str]:
             f"{p['items_per_s']} items/s{extra}"
         )
     p, i = r["pipeline"], r["ingest"]
-    lines.append(
-        f"  sql       {p['statements_per_job']} statements and {p['transactions_per_job']} "
-        f"transactions per job ({p['statements']} statements, {p['jobs']} jobs); "
-        f"ingest {i['statements_per_item']} statements per item"
-    )
+    if "statements_per_job" in p:
+        lines.append(
+            f"  sql       {p['statements_per_job']} statements and {p['transactions_per_job']} "
+            f"transactions per job ({p['statements']} statements, {p['jobs']} jobs); "
+            f"ingest {i['statements_per_item']} statements per item"
+        )
+    if p.get("database_cpu_seconds") is not None:
+        lines.append(f"  database  {p['database_cpu_seconds']:.2f} s CPU in its backends")
     for stage, s in r["stages"].items():
         lines.append(
             f"  stage {stage:<6} {s['runs']} runs, {s['failed']} failed, {s['skipped']} skipped, "
             "handler time "
-            f"{s['handler_seconds']:.2f} s ({s['items_per_handler_s']} items per handler-second)"
+            f"{s['handler_seconds']:.2f} s ({s['cpu_seconds']:.2f} s CPU; "
+            f"{s['items_per_handler_s']} items per handler-second)"
         )
     if not r["finished"]:
         lines.append("  WARNING: the pipeline did not finish within --timeout")
