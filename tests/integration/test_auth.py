@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 import sqlalchemy as sa
@@ -15,13 +16,16 @@ from fastapi.testclient import TestClient
 
 from relata.api.app import create_app
 from relata.auth.accounts import ADDRESS_FACTOR
+from relata.auth.passwords import PRODUCTION_COST, Argon2Hasher
 from relata.bootstrap import Container, build
 from relata.config.settings import Settings
 from relata.domain.clock import ManualClock
+from relata.domain.ports import PasswordHasher
 from relata.domain.vocabulary import AuditAction, Role
 from relata.ingest.service import IngestRequest
 from relata.storage.sql import migrate
 from tests.support.api import PASSWORD, anonymous_client, api_client, make_user
+from tests.support.passwords import TEST_HASHER
 
 HOUR = 3600.0
 DAY = 24 * HOUR
@@ -32,10 +36,14 @@ def clock() -> ManualClock:
     return ManualClock()
 
 
-@pytest.fixture
-def c(settings: Settings, clock: ManualClock) -> Iterator[Container]:
+@contextmanager
+def _built(
+    settings: Settings, clock: ManualClock, hasher: PasswordHasher = TEST_HASHER
+) -> Iterator[Container]:
     container = build(
-        settings.replace(embedding_provider="none", login_max_failures=3), clock=clock
+        settings.replace(embedding_provider="none", login_max_failures=3),
+        clock=clock,
+        password_hasher=hasher,
     )
     migrate.upgrade(container.db)
     container.workspaces.ensure(settings.default_workspace)
@@ -43,6 +51,24 @@ def c(settings: Settings, clock: ManualClock) -> Iterator[Container]:
         yield container
     finally:
         container.close()
+
+
+@pytest.fixture
+def c(settings: Settings, clock: ManualClock) -> Iterator[Container]:
+    with _built(settings, clock) as container:
+        yield container
+
+
+class RecordingHasher(Argon2Hasher):
+    """Production's Argon2id, noting the parameters of every hash it verifies against."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.verified: list[str] = []
+
+    def verify(self, stored_hash: str, password: str) -> bool:
+        self.verified.append(stored_hash.split("$")[3])  # $argon2id$v=19$m=...,t=...,p=...$
+        return super().verify(stored_hash, password)
 
 
 def _client(c: Container) -> TestClient:
@@ -206,19 +232,29 @@ def test_bearer_requests_need_no_csrf_token(c: Container) -> None:
 
 
 # ---------------------------------------------------------------- sign-in failures
-def test_unknown_user_and_wrong_password_get_the_same_answer(c: Container) -> None:
-    make_user(c, username="ada")
-    with _client(c) as client:
+def test_unknown_user_and_wrong_password_get_the_same_answer_at_the_same_cost(
+    settings: Settings, clock: ManualClock
+) -> None:
+    """The same response, and one Argon2id verification at production cost for each: an
+    unknown user is checked against a dummy hash with the real hashes' parameters."""
+    hasher = RecordingHasher()
+    with _built(settings, clock, hasher) as c, _client(c) as client:
+        make_user(c, username="ada")
         answers = []
         for username, password in (("ada", "not the password at all"), ("nobody", PASSWORD)):
+            before = len(hasher.verified)
             r = client.post(
                 "/api/v1/auth/sign-in", json={"username": username, "password": password}
             )
             err = r.json()["error"]
             answers.append((r.status_code, err["code"], err["message"], sorted(err)))
             assert "set-cookie" not in r.headers
+            assert len(hasher.verified) == before + 1
         assert answers[0] == answers[1]
         assert answers[0][0] == 401
+        cost = PRODUCTION_COST
+        production = f"m={cost.memory_kib},t={cost.time_cost},p={cost.parallelism}"
+        assert hasher.verified == [production, production]
 
 
 def test_rate_limiting_engages_after_the_failures_and_releases_after_the_window(

@@ -16,11 +16,12 @@ from relata.config.settings import Settings
 from relata.domain.vocabulary import ActorKind, AuditAction, Role
 from relata.storage.sql import migrate
 from tests.support.api import PASSWORD, anonymous_client, make_token, make_user
+from tests.support.passwords import TEST_HASHER
 
 
 @pytest.fixture
 def c(settings: Settings) -> Iterator[Container]:
-    container = build(settings.replace(embedding_provider="none"))
+    container = build(settings.replace(embedding_provider="none"), password_hasher=TEST_HASHER)
     migrate.upgrade(container.db)
     container.workspaces.ensure(settings.default_workspace)
     try:
