@@ -1,8 +1,8 @@
-"""People and access on SQLite and PostgreSQL: sessions (idle and absolute expiry on the
-manual clock, rotation, revocation at sign-out and password change), CSRF, sign-in rate
-limiting and indistinguishable failures, API tokens (never stored or logged, revoked at once,
-bound to their workspace), host and origin checks, viewers' writes, and 401 on every route
-that is not public."""
+"""People and access on SQLite (the session and token storage on PostgreSQL too): sessions (idle
+and absolute expiry on the manual clock, rotation, revocation at sign-out and password change),
+CSRF, sign-in rate limiting and indistinguishable failures, API tokens (never stored or logged,
+revoked at once, bound to their workspace), host and origin checks, viewers' writes, and 401 on
+every route that is not public."""
 
 from __future__ import annotations
 
@@ -124,6 +124,7 @@ def test_a_form_sign_in_redirects_home(c: Container) -> None:
         assert client.get("/api/v1/auth/me").status_code == 200
 
 
+@pytest.mark.both_dialects
 def test_a_session_ends_after_the_idle_time_and_use_moves_it_on(
     c: Container, clock: ManualClock
 ) -> None:
@@ -139,6 +140,7 @@ def test_a_session_ends_after_the_idle_time_and_use_moves_it_on(
         assert r.headers["www-authenticate"].startswith("Bearer")
 
 
+@pytest.mark.both_dialects
 def test_a_session_ends_at_its_absolute_expiry_however_used(
     c: Container, clock: ManualClock
 ) -> None:
@@ -152,6 +154,7 @@ def test_a_session_ends_at_its_absolute_expiry_however_used(
         assert client.get("/api/v1/auth/me").status_code == 401
 
 
+@pytest.mark.both_dialects
 def test_sign_in_rotates_the_token_and_never_promotes_a_planted_one(c: Container) -> None:
     make_user(c, username="ada")
     creds = {"username": "ada", "password": PASSWORD}
@@ -167,6 +170,7 @@ def test_sign_in_rotates_the_token_and_never_promotes_a_planted_one(c: Container
         assert other.get("/api/v1/auth/me").status_code == 200  # both sessions live on
 
 
+@pytest.mark.both_dialects
 def test_sign_out_revokes_the_session_at_once(c: Container) -> None:
     make_user(c, username="ada")
     with _client(c) as client:
@@ -182,6 +186,7 @@ def test_sign_out_revokes_the_session_at_once(c: Container) -> None:
     assert len(events) == 1
 
 
+@pytest.mark.both_dialects
 def test_a_password_change_ends_every_session_of_the_user(c: Container) -> None:
     user = make_user(c, username="ada")
     with _client(c) as one, _client(c) as two:
@@ -193,6 +198,7 @@ def test_a_password_change_ends_every_session_of_the_user(c: Container) -> None:
         _sign_in(one, "ada", "a brand new password!")
 
 
+@pytest.mark.both_dialects
 def test_expired_sessions_are_purged(c: Container, clock: ManualClock) -> None:
     make_user(c, username="ada")
     with _client(c) as client:
@@ -323,6 +329,7 @@ def test_a_token_secret_is_never_stored_nor_logged(
     assert secret not in caplog.text
 
 
+@pytest.mark.both_dialects
 def test_a_revoked_token_is_refused_at_once(c: Container) -> None:
     with api_client(c) as client:
         made = client.post("/api/v1/tokens", json={"name": "short-lived"}).json()
@@ -335,6 +342,7 @@ def test_a_revoked_token_is_refused_at_once(c: Container) -> None:
     assert len(c.audit.list(ws, action=AuditAction.TOKEN_REVOKED)) == 1
 
 
+@pytest.mark.both_dialects
 def test_an_expired_token_is_refused(c: Container, clock: ManualClock) -> None:
     with api_client(c) as client:
         until = (clock.now().replace(microsecond=0)).isoformat().replace("+00:00", "Z")
@@ -357,6 +365,7 @@ def test_a_token_cannot_be_minted_above_its_creators_role(c: Container) -> None:
         assert r.status_code == 403
 
 
+@pytest.mark.both_dialects
 def test_a_token_of_workspace_a_cannot_reach_b(c: Container) -> None:
     b, _ = c.workspaces.ensure("b")
     theirs = c.ingest.ingest(b.id, IngestRequest(text="B's private note.", title="Theirs"))

@@ -37,6 +37,8 @@ from tests.support.jobs import (
     wait_for,
 )
 
+pytestmark = pytest.mark.both_dialects
+
 ROOT = Path(__file__).resolve().parents[2]
 JOBS = 200
 

@@ -18,6 +18,8 @@ from relata.storage.sql import migrate
 from tests.support.api import PASSWORD, anonymous_client, make_token, make_user
 from tests.support.passwords import TEST_HASHER
 
+pytestmark = pytest.mark.both_dialects
+
 
 @pytest.fixture
 def c(settings: Settings) -> Iterator[Container]:
