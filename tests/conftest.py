@@ -36,6 +36,11 @@ from tests.support.demo import DemoSnapshot, process_demo
 from tests.support.ingest import built
 from tests.support.llama import TEST_HANG_GUARD_SECONDS
 from tests.support.passwords import TEST_HASHER
+from tests.support.pgvector_server import (  # noqa: F401 (fixtures)
+    pgvector_server,
+    pgvector_settings,
+    pgvector_url,
+)
 
 DIALECTS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
 
@@ -103,9 +108,22 @@ def db(database_url: str) -> Iterator[Database]:
         database.dispose()
 
 
+# The Debian PostgreSQL at RELATA_TEST_POSTGRES_URL has no pgvector, so tests keep vectors in
+# sqlite-vec (beside PostgreSQL: vectors.db in the data dir) unless they choose otherwise; the
+# pgvector store runs on tests/support/pgvector_server.py (the ``pgvector_url`` fixture).
+TEST_VECTOR_STORE = "sqlite-vec"
+
+
+@pytest.fixture(autouse=True)
+def _test_vector_store(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RELATA_VECTOR_STORE", TEST_VECTOR_STORE)
+
+
 @pytest.fixture
 def settings(tmp_path: Path, database_url: str) -> Settings:
-    return Settings(data_dir=str(tmp_path / "data"), database_url=database_url)
+    return Settings(
+        data_dir=str(tmp_path / "data"), database_url=database_url, vector_store=TEST_VECTOR_STORE
+    )
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ from relata.analysis.factory import build_analysis
 from relata.analysis.service import AnalysisService
 from relata.audit import AuditService
 from relata.auth.accounts import ADDRESS_FACTOR, AccountService
+from relata.auth.invitations import InvitationService
 from relata.auth.members import MemberService
 from relata.auth.oidc import OidcService, oidc_config_from
 from relata.auth.ratelimit import FailureLimiter
@@ -34,6 +35,7 @@ from relata.domain.ports import (
     ContradictionRepository,
     Embedder,
     EntityRepository,
+    InvitationRepository,
     ItemRepository,
     JobRepository,
     ModelVersionRepository,
@@ -78,6 +80,7 @@ from relata.storage.sql.credentials import SqlApiTokenRepository, SqlSessionRepo
 from relata.storage.sql.engine import Database
 from relata.storage.sql.entities import SqlEntityRepository
 from relata.storage.sql.identities import SqlFederatedIdentities
+from relata.storage.sql.invitations import SqlInvitationRepository
 from relata.storage.sql.items import SqlItemRepository
 from relata.storage.sql.jobs import SqlJobRepository
 from relata.storage.sql.knowledge import SqlRelationshipRepository
@@ -111,6 +114,7 @@ class Repositories:
     jobs: JobRepository
     sessions: SessionRepository
     api_tokens: ApiTokenRepository
+    invitations: InvitationRepository
 
 
 class Health:
@@ -180,6 +184,7 @@ class Container:
     accounts: AccountService
     tokens: TokenService
     members: MemberService
+    invitations: InvitationService
     # Federated sign-in (OpenID Connect); None when RELATA_OIDC_ISSUER is empty.
     oidc: OidcService | None = None
     extras: dict[str, Any] = field(default_factory=dict)
@@ -257,6 +262,7 @@ def build(
         jobs=SqlJobRepository(db),
         sessions=SqlSessionRepository(db),
         api_tokens=SqlApiTokenRepository(db),
+        invitations=SqlInvitationRepository(db),
     )
     metrics = Metrics()
     audit = AuditService(repos.audit, clock)
@@ -354,6 +360,9 @@ def build(
         accounts=accounts,
         tokens=TokenService(repos.api_tokens, repos.users, clock, audit=audit),
         members=MemberService(repos.workspaces, repos.users, clock, audit=audit),
+        invitations=InvitationService(
+            repos.invitations, repos.workspaces, repos.users, clock, audit=audit
+        ),
         oidc=_build_oidc(settings, clock, db, accounts, audit),
     )
 

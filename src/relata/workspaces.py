@@ -1,8 +1,15 @@
-"""Workspaces: the data boundary. Creating and resolving them by slug."""
+"""Workspaces: the data boundary. Creating and resolving them by slug.
+
+Slugs are global names (``/w/<slug>/``): whether one is taken is visible to anyone who tries
+to create it, so no slug is ever made from a username. The private workspace a new account
+gets (``relata users create``, a first federated sign-in) has a random ``private_slug``
+(docs/decisions/0028-workspace-invitations.md).
+"""
 
 from __future__ import annotations
 
 import re
+import secrets
 
 from relata.domain.errors import DuplicateKey, NotFound, ValidationError
 from relata.domain.models import SYSTEM_ACTOR, Actor, Workspace
@@ -19,6 +26,12 @@ def validate_slug(slug: str) -> str:
             "workspace slug must be 1-63 lowercase letters, digits or '-'", field="slug"
         )
     return slug
+
+
+def private_slug() -> str:
+    """A fresh slug for a new account's private workspace: ``ws-`` and 10 random hex digits,
+    which say nothing about whose it is."""
+    return f"ws-{secrets.token_hex(5)}"
 
 
 class WorkspaceService:

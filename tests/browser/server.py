@@ -130,6 +130,12 @@ def start(data_dir: Path) -> Server:
     data_dir.mkdir(parents=True, exist_ok=True)
     relata(["createadmin", "--username", ADMIN, "--password-stdin"], env, stdin=PASSWORD + "\n")
     relata(["seed", "--timeout", str(SETUP_TIMEOUT)], env)
+    return serve(data_dir, env, port)
+
+
+def serve(data_dir: Path, env: dict[str, str], port: int) -> Server:
+    """``relata serve`` on ``data_dir`` with ``env`` (``relata_env``), once it is ready."""
+    data_dir.mkdir(parents=True, exist_ok=True)
     log_path = data_dir / "serve.log"
     log = log_path.open("wb")
     proc = subprocess.Popen(

@@ -65,6 +65,8 @@ def test_serve_logs_a_postgresql_database_with_its_password_redacted(
     env = {
         "RELATA_DATA_DIR": str(tmp_path / "data"),
         "RELATA_DATABASE_URL": url.render_as_string(hide_password=False),
+        # This server has no pgvector (the default store with PostgreSQL): serve would stop.
+        "RELATA_VECTOR_STORE": "sqlite-vec",
     }
     log = tmp_path / "serve.log"
     record = _starting_record(env, log)

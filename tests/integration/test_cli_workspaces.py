@@ -4,8 +4,11 @@ stays, unknown users are named) and every change is audited as cli."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
+import re
 from collections.abc import Iterator
 
 import pytest
@@ -13,8 +16,9 @@ import pytest
 from relata.bootstrap import Container
 from relata.cli.main import main
 from relata.config.settings import Settings
+from relata.domain.models import Actor
 from relata.domain.vocabulary import ActorKind, AuditAction, Role
-from tests.support.api import make_user
+from tests.support.api import PASSWORD, make_user
 from tests.support.ingest import built
 
 
@@ -82,3 +86,72 @@ def test_a_workspace_without_an_owner_gets_one_later(
     assert "no members" in capsys.readouterr().out
     assert main(["members", "add", "olive", "--role", "owner", "--workspace", "later"]) == 0
     assert "olive is now owner" in capsys.readouterr().out
+
+
+def test_a_new_users_private_workspace_has_a_random_slug_not_their_name(
+    c: Container, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO(PASSWORD + "\n"))
+    assert main(["users", "create", "--username", "bob", "--password-stdin"]) == 0
+    out = capsys.readouterr().out
+    found = re.search(r"owner of workspace (ws-[0-9a-f]{10})\)", out)
+    assert found, out
+    bob = c.accounts.get_by_username("bob")
+    [home] = c.accounts.memberships(bob.id)
+    assert (home.workspace.slug, home.role) == (found.group(1), Role.OWNER)
+    assert "bob" not in [w.slug for w in c.repos.workspaces.list()]
+    # A taken username is refused before anything is made.
+    count = len(c.repos.workspaces.list())
+    monkeypatch.setattr("sys.stdin", io.StringIO(PASSWORD + "\n"))
+    assert main(["users", "create", "--username", "bob", "--password-stdin"]) != 0
+    assert "exists already" in capsys.readouterr().err
+    assert len(c.repos.workspaces.list()) == count
+
+
+def test_invitations_from_the_command_line(
+    c: Container, capsys: pytest.CaptureFixture[str]
+) -> None:
+    make_user(c, username="olive")
+    nina = make_user(c, username="nina")
+    assert main(["workspaces", "create", "team", "--owner", "olive"]) == 0
+    capsys.readouterr()
+    assert main(["workspaces", "invite", "team", "--role", "editor", "--days", "3"]) == 0
+    printed = capsys.readouterr()
+    link = printed.out.strip()
+    found = re.fullmatch(
+        r"http://127\.0\.0\.1:8080/invitations\?code=(ri_[0-9a-f]{8}_\S{43})", link
+    )
+    assert found, printed
+    code = found.group(1)
+    assert "shown once" in printed.err and "as editor" in printed.err
+    team = c.workspaces.resolve("team")
+    assert c.accounts.role_in(nina.id, team.id) is None  # nobody joins by being invited
+
+    assert main(["workspaces", "invitations", "team", "--json"]) == 0
+    listed = capsys.readouterr().out
+    [row] = json.loads(listed)
+    assert (row["prefix"], row["role"], row["created_by"]) == (code[3:11], "editor", None)
+    assert code not in listed
+
+    joined = c.invitations.accept(code, nina.id, actor=Actor(ActorKind.USER, user_id=nina.id))
+    assert (joined.workspace.slug, joined.role) == ("team", Role.EDITOR)
+
+    assert main(["workspaces", "invite", "team"]) == 0
+    capsys.readouterr()
+    [pending] = c.invitations.live(team.id)
+    assert pending.role is Role.VIEWER
+    assert main(["workspaces", "revoke-invitation", "team", pending.id]) == 0
+    assert f"revoked invitation {pending.id}" in capsys.readouterr().out
+    assert main(["workspaces", "invitations", "team"]) == 0
+    assert "no pending invitations" in capsys.readouterr().out
+    for bad in (["--days", "0"], ["--days", "31"], ["--role", "boss"]):
+        with contextlib.suppress(SystemExit):  # argparse refuses an unknown role itself
+            assert main(["workspaces", "invite", "team", *bad]) != 0
+    err = capsys.readouterr().err
+    assert "1 to 30 days" in err and "Traceback" not in err
+    assert main(["workspaces", "revoke-invitation", "team", pending.id]) != 0
+    assert "no pending invitation" in capsys.readouterr().err
+    events = [e.action for e in c.audit.list(team.id) if e.actor_kind == ActorKind.CLI.value]
+    assert events.count(AuditAction.INVITATION_CREATED.value) == 2
+    assert AuditAction.INVITATION_REVOKED.value in events
+    assert {m.username for m in c.members.members(team.id)} == {"olive", "nina"}

@@ -11,6 +11,7 @@ workspace.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -117,7 +118,9 @@ def test_sign_in_works_end_to_end(c: Container, op: OidcProvider) -> None:
     # A private workspace, owned, and nothing else: not the default workspace.
     assert [w["role"] for w in body["workspaces"]] == ["owner"]
     assert body["workspace"]["id"] not in workspaces_before
-    assert body["workspace"]["slug"] == body["user"]["username"]
+    # Its slug is random: a global name must not tell that "alice" has an account (ADR 28).
+    assert re.fullmatch(r"ws-[0-9a-f]{10}", body["workspace"]["slug"]), body["workspace"]
+    assert "alice" not in body["workspace"]["slug"]
     (user,) = federated(c)
     assert (user.oauth_provider, user.oauth_subject, user.password_hash) == ("oidc", "alice", None)
     actions = [e.action for e in c.audit.list(body["workspace"]["id"])]

@@ -1,8 +1,9 @@
 """One contract suite for every ``VectorStore`` adapter.
 
 Each test runs against: ``SqliteVecStore`` inside the migrated authoritative SQLite file;
-``SqliteVecStore`` in its own ``vectors.db`` (as deployed beside PostgreSQL); and
-``QdrantVectorStore`` on qdrant-client's local mode, which speaks the server's API.
+``SqliteVecStore`` in its own ``vectors.db`` (as chosen beside PostgreSQL);
+``PgvectorStore`` in a PostgreSQL 18 database with pgvector 0.8 (tests/support/pgvector_server.py);
+and ``QdrantVectorStore`` on qdrant-client's local mode, which speaks the server's API.
 Most vectors are 8 wide to keep the suite fast.
 """
 
@@ -25,6 +26,7 @@ from relata.domain.errors import MissingWorkspace, Permanent, ValidationError
 from relata.domain.ports import VectorRecord, VectorStore
 from relata.storage.sql.engine import Database
 from relata.storage.vectors.factory import build_vector_store
+from relata.storage.vectors.pgvector import PgvectorStore
 from relata.storage.vectors.qdrant import QdrantVectorStore
 from relata.storage.vectors.sqlite_vec import POINTS_TABLE, SqliteVecStore
 from tests.support.databases import Templates
@@ -85,6 +87,9 @@ class Backend:
             store = SqliteVecStore(self.db, dims)
         elif self.kind == "sqlite-standalone":
             store = SqliteVecStore.standalone(self.tmp / "vectors.db", dims)
+        elif self.kind == "pgvector":
+            assert self.db is not None
+            store = PgvectorStore(self.db, dims)
         else:
             # Local mode holds a lock on its folder: one open client at a time.
             for s in self.opened:
@@ -99,6 +104,22 @@ class Backend:
             payload = store.payload(chunk_id)
             assert payload is not None
             return set(payload)
+        if isinstance(store, PgvectorStore):
+            assert self.db is not None
+            with self.db.read() as conn:
+                columns = conn.execute(
+                    sa.text(
+                        "SELECT column_name FROM information_schema.columns "
+                        "WHERE table_schema = current_schema() AND table_name = :t"
+                    ),
+                    {"t": store.table},
+                ).all()
+                # One table holds everything: no bookkeeping table beside it.
+                tables = conn.execute(
+                    sa.text("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")
+                ).all()
+            assert {str(t[0]) for t in tables} == {store.table}
+            return {str(c[0]) for c in columns} - {"embedding"}
         assert isinstance(store, SqliteVecStore)
         path = self.tmp / ("relata.db" if self.kind == "sqlite-shared" else "vectors.db")
         db = Database.from_url(f"sqlite:///{path}")
@@ -119,13 +140,22 @@ class Backend:
             self.db.dispose()
 
 
-@pytest.fixture(params=["sqlite-shared", "sqlite-standalone", "qdrant-local"])
+@pytest.fixture(
+    params=[
+        "sqlite-shared",
+        "sqlite-standalone",
+        pytest.param("pgvector", marks=pytest.mark.postgres),
+        "qdrant-local",
+    ]
+)
 def backend(
     request: pytest.FixtureRequest, tmp_path: Path, templates: Templates
 ) -> Iterator[Backend]:
     b = Backend(request.param, tmp_path)
     if b.kind == "sqlite-shared":
         b.db = Database.from_url(templates.sqlite_copy(tmp_path))  # tmp_path / relata.db
+    elif b.kind == "pgvector":
+        b.db = Database.from_url(request.getfixturevalue("pgvector_url"))
     try:
         yield b
     finally:
@@ -530,10 +560,12 @@ def test_factory_puts_vectors_in_the_sqlite_database(tmp_path: Path) -> None:
 
 
 @pytest.mark.postgres
-def test_factory_uses_a_separate_sqlite_file_beside_postgresql(
+def test_sqlite_vec_chosen_beside_postgresql_uses_a_separate_file(
     tmp_path: Path, postgres_url: str
 ) -> None:
-    settings = Settings(data_dir=str(tmp_path / "data"), database_url=postgres_url)
+    settings = Settings(
+        data_dir=str(tmp_path / "data"), database_url=postgres_url, vector_store="sqlite-vec"
+    )
     db = Database.from_url(postgres_url)
     store = build_vector_store(settings, db, DIMS)
     try:

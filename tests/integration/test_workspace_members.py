@@ -1,8 +1,9 @@
 """Workspaces and members on SQLite and PostgreSQL, through the API as signed-in people:
-creating a workspace makes its creator owner, owners add editors and viewers, a viewer
-cannot write, a non-member sees 404 exactly as for a missing workspace, a member who is not
-owner gets 403, the last owner can be neither demoted nor removed, removing a member stops
-their token at once, and every change leaves one audit event naming the actor."""
+creating a workspace makes its creator owner, owners invite editors and viewers who accept, a
+viewer cannot write, a non-member sees 404 exactly as for a missing workspace, a member who
+is not owner gets 403, the last owner can be neither demoted nor removed, removing a member
+stops their token at once, and every change leaves one audit event naming the actor.
+Invitations themselves: ``test_invitations``."""
 
 from __future__ import annotations
 
@@ -11,12 +12,14 @@ from typing import Any
 
 import pytest
 
+from relata.auth.members import NOT_A_MEMBER, SLUG_TAKEN
 from relata.bootstrap import Container, build
 from relata.config.settings import Settings
 from relata.domain.vocabulary import ActorKind, AuditAction, Role
 from relata.storage.sql import migrate
-from tests.support.api import PASSWORD, anonymous_client, make_token, make_user
+from tests.support.api import anonymous_client, make_token, make_user
 from tests.support.passwords import TEST_HASHER
+from tests.support.people import Person, error_of, join
 
 pytestmark = pytest.mark.both_dialects
 
@@ -30,32 +33,6 @@ def c(settings: Settings) -> Iterator[Container]:
         yield container
     finally:
         container.close()
-
-
-class Person:
-    """A signed-in browser: the session cookie and its CSRF token on every write."""
-
-    def __init__(self, c: Container, username: str) -> None:
-        self.user = make_user(c, username=username, workspace=_private(c, username))
-        self.client = anonymous_client(c, raise_server_exceptions=False)
-        r = self.client.post(
-            "/api/v1/auth/sign-in", json={"username": username, "password": PASSWORD}
-        )
-        assert r.status_code == 200, r.text
-        self.client.headers["X-CSRF-Token"] = r.json()["csrf_token"]
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.client, name)
-
-
-def _private(c: Container, username: str) -> Any:
-    ws, _ = c.workspaces.ensure(username)
-    return ws
-
-
-def _error(r: Any) -> tuple[int, str, str]:
-    e = r.json()["error"]
-    return r.status_code, e["code"], e["message"]
 
 
 @pytest.fixture
@@ -72,13 +49,8 @@ def _shared(olive: Person, eddie: Person, vera: Person) -> None:
     r = olive.post("/api/v1/workspaces", json={"slug": "shared", "name": "Shared notes"})
     assert r.status_code == 201, r.text
     assert r.json()["role"] == "owner" and r.json()["name"] == "Shared notes"
-    for who, role in ((eddie, "editor"), (vera, "viewer")):
-        r = olive.post(
-            "/api/v1/workspaces/shared/members",
-            json={"username": who.user.username, "role": role},
-        )
-        assert r.status_code == 201, r.text
-        assert r.json()["role"] == role and r.json()["user_id"] == who.user.id
+    join(olive, eddie, "shared", "editor")
+    join(olive, vera, "shared", "viewer")
 
 
 def test_the_creator_owns_a_new_workspace_and_lists_it_with_the_role(
@@ -104,7 +76,10 @@ def test_a_taken_or_invalid_slug_is_refused(c: Container, people: dict[str, Pers
     assert olive.post("/api/v1/workspaces", json={"slug": "team"}).status_code == 201
     r = olive.post("/api/v1/workspaces", json={"slug": "team"})
     assert r.status_code == 409, r.text
-    assert people["nina"].post("/api/v1/workspaces", json={"slug": "team"}).status_code == 409
+    theirs = people["nina"].post("/api/v1/workspaces", json={"slug": "team"})
+    assert theirs.status_code == 409
+    # One answer whoever holds the slug (the caller or someone else), naming no one.
+    assert error_of(r) == error_of(theirs) == (409, "duplicate_key", SLUG_TAKEN)
     for bad in ("Team", "-team", "a b", "x" * 64, ""):
         r = olive.post("/api/v1/workspaces", json={"slug": bad})
         assert r.status_code == 400, (bad, r.text)
@@ -132,21 +107,19 @@ def test_an_editor_writes_a_viewer_reads_and_neither_manages_members(
     r = eddie.post("/api/v1/items", json=note, headers=here)
     assert r.status_code == 201, r.text
     r = vera.post("/api/v1/items", json={"text": "Other.", "title": "x"}, headers=here)
-    assert _error(r)[:2] == (403, "forbidden")
+    assert error_of(r)[:2] == (403, "forbidden")
     assert len(vera.get("/api/v1/items", headers=here).json()["items"]) == 1
     shared = c.workspaces.resolve("shared")
     assert len(c.repos.items.list(shared.id, limit=10)) == 1
     for who in (eddie, vera):
-        assert _error(who.get("/api/v1/workspaces/shared/members"))[:2] == (403, "forbidden")
-        r = who.post(
-            "/api/v1/workspaces/shared/members", json={"username": "nina", "role": "owner"}
-        )
-        assert _error(r)[:2] == (403, "forbidden")
+        assert error_of(who.get("/api/v1/workspaces/shared/members"))[:2] == (403, "forbidden")
+        r = who.post("/api/v1/workspaces/shared/invitations", json={"role": "owner"})
+        assert error_of(r)[:2] == (403, "forbidden")
         r = who.patch(
             f"/api/v1/workspaces/shared/members/{who.user.username}", json={"role": "owner"}
         )
-        assert _error(r)[:2] == (403, "forbidden")
-        assert _error(who.delete("/api/v1/workspaces/shared/members/olive"))[:2] == (
+        assert error_of(r)[:2] == (403, "forbidden")
+        assert error_of(who.delete("/api/v1/workspaces/shared/members/olive"))[:2] == (
             403,
             "forbidden",
         )
@@ -164,14 +137,15 @@ def test_a_non_member_gets_exactly_the_answer_for_a_missing_workspace(
     _shared(olive, eddie, vera)
     probes: list[tuple[str, str, dict[str, Any] | None]] = [
         ("GET", "/api/v1/workspaces/{}/members", None),
-        ("POST", "/api/v1/workspaces/{}/members", {"username": "nina", "role": "owner"}),
+        ("POST", "/api/v1/workspaces/{}/invitations", {"role": "owner"}),
+        ("GET", "/api/v1/workspaces/{}/invitations", None),
         ("PATCH", "/api/v1/workspaces/{}/members/olive", {"role": "viewer"}),
         ("DELETE", "/api/v1/workspaces/{}/members/olive", None),
     ]
     for method, path, body in probes:
         real = nina.request(method, path.format("shared"), json=body)
         missing = nina.request(method, path.format("nowhere"), json=body)
-        status, code, message = _error(real)
+        status, code, message = error_of(real)
         assert (status, code) == (404, "not_found"), real.text
         assert (status, code, message.replace("shared", "?")) == (
             missing.status_code,
@@ -183,24 +157,34 @@ def test_a_non_member_gets_exactly_the_answer_for_a_missing_workspace(
     assert len(c.members.members(shared.id)) == 3
 
 
-def test_an_unknown_user_or_member_is_named(c: Container, people: dict[str, Person]) -> None:
+def test_a_username_that_is_no_member_answers_alike_whether_or_not_it_exists(
+    c: Container, people: dict[str, Person]
+) -> None:
+    """Changing or removing a member names them; nina (a user, not a member of olive's
+    workspace) and a name nobody has get the same 404, word for word."""
     olive = people["olive"]
-    r = olive.post(
-        "/api/v1/workspaces/olive/members", json={"username": "nobody", "role": "editor"}
-    )
-    assert _error(r) == (404, "not_found", "no user has that username")
-    r = olive.post("/api/v1/workspaces/olive/members", json={"username": "nina", "role": "boss"})
+    base = "/api/v1/workspaces/olive/members"
+    for method, body in (("PATCH", {"role": "editor"}), ("DELETE", None)):
+        real = olive.request(method, f"{base}/nina", json=body)
+        nobody = olive.request(method, f"{base}/nobody-at-all", json=body)
+        assert error_of(real) == error_of(nobody) == (404, "not_found", NOT_A_MEMBER)
+        assert real.headers.get("content-length") == nobody.headers.get("content-length")
+    r = olive.patch(f"{base}/nina", json={"role": "boss"})
     assert r.status_code == 400
-    r = olive.patch("/api/v1/workspaces/olive/members/nina", json={"role": "editor"})
-    assert _error(r) == (404, "not_found", "member not found")
-    assert (
-        olive.post(
-            "/api/v1/workspaces/olive/members", json={"username": "nina", "role": "editor"}
-        ).status_code
-        == 201
-    )
-    r = olive.post("/api/v1/workspaces/olive/members", json={"username": "nina", "role": "viewer"})
-    assert r.status_code == 409, r.text
+    assert c.accounts.role_in(people["nina"].user.id, c.workspaces.resolve("olive").id) is None
+
+
+def test_nobody_is_added_by_username_any_more(c: Container, people: dict[str, Person]) -> None:
+    """The route that added an existing user by name is gone: the same answer for a real
+    user and a name nobody has, and nobody becomes a member."""
+    olive = people["olive"]
+    answers = [
+        olive.post("/api/v1/workspaces/olive/members", json={"username": name, "role": "owner"})
+        for name in ("nina", "nobody-at-all")
+    ]
+    assert {r.status_code for r in answers} == {405}
+    assert answers[0].json()["error"]["code"] == answers[1].json()["error"]["code"]
+    assert [m.username for m in c.members.members(c.workspaces.resolve("olive").id)] == ["olive"]
 
 
 def test_the_last_owner_can_be_neither_demoted_nor_removed(
@@ -213,14 +197,14 @@ def test_the_last_owner_can_be_neither_demoted_nor_removed(
         olive.patch(f"{base}/olive", json={"role": "editor"}),
         olive.delete(f"{base}/olive"),
     ):
-        assert _error(r)[:2] == (409, "last_owner"), r.text
+        assert error_of(r)[:2] == (409, "last_owner"), r.text
     shared = c.workspaces.resolve("shared")
     assert c.members.member(shared.id, "olive").role is Role.OWNER
     # With a second owner, the first may step down; then the second is the last one.
     assert olive.patch(f"{base}/eddie", json={"role": "owner"}).status_code == 200
     assert olive.patch(f"{base}/olive", json={"role": "viewer"}).json()["role"] == "viewer"
-    assert _error(olive.get(base))[:2] == (403, "forbidden")
-    assert _error(eddie.delete(f"{base}/eddie"))[:2] == (409, "last_owner")
+    assert error_of(olive.get(base))[:2] == (403, "forbidden")
+    assert error_of(eddie.delete(f"{base}/eddie"))[:2] == (409, "last_owner")
     assert eddie.delete(f"{base}/olive").status_code == 204
     assert {m.username for m in c.members.members(shared.id)} == {"eddie", "vera"}
 
@@ -242,7 +226,7 @@ def test_a_removed_or_demoted_member_loses_the_access_at_once(
         assert olive.delete("/api/v1/workspaces/shared/members/eddie").status_code == 204
         assert script.get("/api/v1/items").status_code == 401
     here = {"X-Relata-Workspace": "shared"}
-    assert _error(eddie.get("/api/v1/items", headers=here))[:2] == (404, "not_found")
+    assert error_of(eddie.get("/api/v1/items", headers=here))[:2] == (404, "not_found")
 
 
 def test_every_change_is_audited_with_the_acting_person(
@@ -256,12 +240,26 @@ def test_every_change_is_audited_with_the_acting_person(
     olive.delete(f"{base}/vera")
     shared = c.workspaces.resolve("shared")
     events = list(reversed(c.audit.list(shared.id)))
-    got = [(e.action, e.target_id, e.details) for e in events]
+    got = [(e.action, e.target_id, e.actor_user_id) for e in events]
+    by_olive = [
+        (e.action, e.target_id, e.details) for e in events if e.actor_user_id == olive.user.id
+    ]
+    invited = [e.target_id for e in events if e.action == AuditAction.INVITATION_CREATED.value]
+    assert len(invited) == 2
     assert got == [
-        (AuditAction.WORKSPACE_CREATED.value, shared.id, {}),
-        (AuditAction.MEMBER_ADDED.value, olive.user.id, {"role": "owner"}),
-        (AuditAction.MEMBER_ADDED.value, eddie.user.id, {"role": "editor"}),
-        (AuditAction.MEMBER_ADDED.value, vera.user.id, {"role": "viewer"}),
+        (AuditAction.WORKSPACE_CREATED.value, shared.id, olive.user.id),
+        (AuditAction.MEMBER_ADDED.value, olive.user.id, olive.user.id),
+        (AuditAction.INVITATION_CREATED.value, invited[0], olive.user.id),
+        # The invited person accepts: they are the actor of their joining.
+        (AuditAction.INVITATION_ACCEPTED.value, invited[0], eddie.user.id),
+        (AuditAction.MEMBER_ADDED.value, eddie.user.id, eddie.user.id),
+        (AuditAction.INVITATION_CREATED.value, invited[1], olive.user.id),
+        (AuditAction.INVITATION_ACCEPTED.value, invited[1], vera.user.id),
+        (AuditAction.MEMBER_ADDED.value, vera.user.id, vera.user.id),
+        (AuditAction.MEMBER_CHANGED.value, eddie.user.id, olive.user.id),
+        (AuditAction.MEMBER_REMOVED.value, vera.user.id, olive.user.id),
+    ]
+    assert by_olive[-2:] == [
         (
             AuditAction.MEMBER_CHANGED.value,
             eddie.user.id,
@@ -269,9 +267,7 @@ def test_every_change_is_audited_with_the_acting_person(
         ),
         (AuditAction.MEMBER_REMOVED.value, vera.user.id, {"previous_role": "viewer"}),
     ]
-    assert all(
-        e.actor_kind == ActorKind.USER.value and e.actor_user_id == olive.user.id for e in events
-    )
+    assert all(e.actor_kind == ActorKind.USER.value for e in events)
     assert all(e.request_id for e in events)
     # Owners read the same through the API.
     actions = [

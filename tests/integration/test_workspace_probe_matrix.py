@@ -39,7 +39,7 @@ from relata.api.app import create_app
 from relata.api.deps import SAFE_METHODS, VIEWER_MAY_WRITE
 from relata.bootstrap import Container
 from relata.config.settings import Settings
-from relata.domain.models import Workspace
+from relata.domain.models import CLI_ACTOR, Workspace
 from relata.domain.vocabulary import AuditAction, Role
 from relata.ingest.service import IngestRequest
 from relata.seed import demo_documents
@@ -97,15 +97,21 @@ PROBES: dict[str, Probe] = {
     # Slugs are instance-wide (a taken slug is 409 whoever holds it); the body takes no id.
     "POST /api/v1/workspaces": P(viewer_may=True),
     "GET /api/v1/workspaces/{slug}/members": P(path={"slug": "slug"}),
-    "POST /api/v1/workspaces/{slug}/members": P(
-        path={"slug": "slug"}, body={"username": "{username}", "role": "viewer"}
-    ),
     "PATCH /api/v1/workspaces/{slug}/members/{username}": P(
         path={"slug": "slug", "username": "username"}, body={"role": "viewer"}, own=("slug",)
     ),
     "DELETE /api/v1/workspaces/{slug}/members/{username}": P(
         path={"slug": "slug", "username": "username"}, own=("slug",)
     ),
+    # Invitations: bravo's invitation id under alpha's own slug is alpha's "not found"; an
+    # id given as a code is no code (one answer for every code that cannot be used).
+    "GET /api/v1/workspaces/{slug}/invitations": P(path={"slug": "slug"}),
+    "POST /api/v1/workspaces/{slug}/invitations": P(path={"slug": "slug"}, body={"role": "viewer"}),
+    "DELETE /api/v1/workspaces/{slug}/invitations/{invitation_id}": P(
+        path={"slug": "slug", "invitation_id": "invitation"}, own=("slug",)
+    ),
+    "POST /api/v1/invitations/accept": P(viewer_may=True, body={"code": "{invitation}"}),
+    "POST /api/v1/invitations/decline": P(viewer_may=True, body={"code": "{invitation}"}),
     "POST /api/v1/workspaces/current/reembed": P(),
     "GET /api/v1/jobs": P(),
     "POST /api/v1/items": P(body={"text": "{memo}", "title": "memo"}),
@@ -171,6 +177,7 @@ def _values(c: Container, ws: Workspace, username: str, token_id: str, word: str
             c, "SELECT min(id) FROM relationships WHERE workspace_id = :ws", ws.id
         ),
         "token": token_id,
+        "invitation": _first(c, "SELECT min(id) FROM invitations WHERE workspace_id = :ws", ws.id),
         "word": word,
         "subject": SUBJECT if word == RARE_WORD else "Nothing Such",
         "memo": MEMO,
@@ -184,7 +191,7 @@ def _missing() -> Values:
         "slug": f"nowhere-{tag}",
         "username": f"nobody-{tag}",
         **{k: str(uuid.uuid4()) for k in ("item", "entity", "alias", "contradiction")},
-        **{k: str(uuid.uuid4()) for k in ("relationship", "token")},
+        **{k: str(uuid.uuid4()) for k in ("relationship", "token", "invitation")},
         "word": f"qq{tag}",
         "subject": f"Nobody {tag}",
         "memo": f"A memo about nothing in particular, number {tag}.",
@@ -225,6 +232,8 @@ def world(settings: Settings) -> Iterator[World]:
         _seed(c, alpha, memo=False)
         _seed(c, bravo, memo=True)
         make_token(c, bob, workspace=bravo)
+        for ws, owner in ((alpha, alice), (bravo, bob)):
+            c.invitations.create(ws.id, Role.EDITOR, created_by=owner.id, actor=CLI_ACTOR)
         [bob_token] = c.tokens.list(bravo.id)
         vic_api = make_token(c, vic, workspace=alpha, role=Role.VIEWER)
         alice_api = make_token(c, alice, workspace=alpha)
@@ -242,7 +251,7 @@ def world(settings: Settings) -> Iterator[World]:
             ]
             ids += [
                 str(r[0])
-                for t in ("contradictions", "relationships", "jobs", "api_tokens")
+                for t in ("contradictions", "relationships", "jobs", "api_tokens", "invitations")
                 for r in conn.execute(
                     sa.text(f"SELECT id FROM {t} WHERE workspace_id = :ws"),
                     {"ws": bravo.id},

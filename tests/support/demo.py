@@ -23,7 +23,7 @@ from tests.support.databases import SQLITE_FILE
 from tests.support.ingest import built
 
 #: The settings the demo corpus is processed with, on top of the defaults.
-DEMO_CHANGES: dict[str, object] = {"embedding_provider": "none"}
+DEMO_CHANGES: dict[str, object] = {"embedding_provider": "none", "vector_store": "sqlite-vec"}
 _WHERE = ("data_dir", "database_url")
 
 

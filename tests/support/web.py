@@ -1,7 +1,8 @@
 """A signed-in browser-like client for the web pages (TestClient with the web plugged in).
 
-``web_client(c)`` signs a new user in through the sign-in form (Argon2 and all), so it holds
-the session cookie; ``csrf(client, path)`` reads the CSRF token from a page's form, as a
+``web_client(c)`` signs a new user in through the sign-in form (Argon2 and all; the form's
+pre-session token read from the sign-in page, as a browser sends it), so it holds the session
+cookie; ``csrf(client, path)`` reads the CSRF token from a page's form, as a
 browser submitting that form would send it.
 """
 
@@ -42,9 +43,15 @@ def web_client(
     name = username or f"web-{next(_serial)}"
     make_user(c, workspace=workspace, role=role, username=name)
     client = web_app_client(c, **kwargs)
-    r = client.post("/sign-in", data={"username": name, "password": PASSWORD})
+    r = sign_in(client, name)
     assert r.status_code == 303, r.text
     return client
+
+
+def sign_in(client: TestClient, username: str, password: str = PASSWORD, **fields: str) -> Any:
+    """Post the sign-in form as a browser does: with the token of the page it was shown on."""
+    data = {"username": username, "password": password, "csrf_token": csrf(client, "/sign-in")}
+    return client.post("/sign-in", data={**data, **fields})
 
 
 def csrf(client: TestClient, path: str) -> str:

@@ -4,7 +4,19 @@ from __future__ import annotations
 
 import uuid
 
-from relata.ids import chunk_id, content_hash, dedupe_key, hash_token, new_id, new_token, pair_key
+import pytest
+
+from relata.ids import (
+    chunk_id,
+    content_hash,
+    dedupe_key,
+    hash_token,
+    is_prefixed_secret,
+    new_id,
+    new_prefixed_secret,
+    new_token,
+    pair_key,
+)
 
 
 def test_new_ids_are_uuid_strings_and_distinct() -> None:
@@ -42,3 +54,16 @@ def test_tokens_are_random_and_only_hashes_are_stored() -> None:
 def test_content_hash_is_sha256_of_utf8() -> None:
     assert content_hash("abc") == content_hash(b"abc")
     assert content_hash(b"abc").startswith("ba7816bf")
+
+
+def test_prefixed_secrets_carry_their_kind_and_prefix_and_differ_each_time() -> None:
+    """API tokens (rl) and invitation codes (ri) share one scheme; one kind's secret is never
+    taken for the other's."""
+    secret, prefix = new_prefixed_secret("ri")
+    assert secret.startswith(f"ri_{prefix}_") and len(prefix) == 8 and len(secret) == 55
+    assert is_prefixed_secret("ri", secret) and not is_prefixed_secret("rl", secret)
+    assert new_prefixed_secret("ri")[0] != secret
+    for bad in ("", "ri_", secret[:-1], secret + "x", " " + secret, secret.upper()):
+        assert not is_prefixed_secret("ri", bad), bad
+    with pytest.raises(ValueError):
+        new_prefixed_secret("r")

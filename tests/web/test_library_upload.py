@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from relata.api.limits import BodyLimits
 from relata.bootstrap import Container
 from relata.config.settings import Settings
 from relata.domain.vocabulary import Role
 from relata.ingest.service import IngestRequest
 from relata.web.context import MAX_FORM_FILES
-from relata.web.pages.upload import body_limit
 from tests.support.ingest import built, originals_of
 from tests.support.web import csrf, web_app_client, web_client
 from tests.support.xss import XSS, leaked
@@ -24,6 +24,10 @@ MAX_UPLOAD = 16 * 1024
 UPLOAD = "/w/default/library/upload"
 LIBRARY = "/w/default/library"
 #: The start of a Windows executable: binary, not a document Relata reads.
+#: The most bytes one post to the library's upload form may carry.
+BODY_LIMIT = BodyLimits(json=1 << 20, form=1 << 18, upload_file=MAX_UPLOAD).upload_limit(
+    MAX_FORM_FILES
+)
 EXE = b"MZ\x90\x00\x03\x00\x00\x00\x04\x00\x00\x00\xff\xff\x00\x00" + bytes(range(256)) * 4
 
 
@@ -147,7 +151,7 @@ def test_a_file_over_the_upload_limit_is_rejected_alone(c: Container) -> None:
 def test_an_oversized_body_is_refused_before_anything_is_stored(c: Container) -> None:
     client = web_client(c, role=Role.EDITOR)
     token = csrf(client, LIBRARY)
-    limit = body_limit(MAX_UPLOAD)
+    limit = BODY_LIMIT
     big = [("files", (f"f{n}.txt", b"x" * MAX_UPLOAD, "text/plain")) for n in range(6)]
     big += [("files", ("last.txt", b"y" * (limit - 6 * MAX_UPLOAD), "text/plain"))]
     r = client.post(UPLOAD, data={"csrf_token": token}, files=big)
@@ -161,7 +165,7 @@ def test_an_oversized_body_is_refused_before_anything_is_stored(c: Container) ->
 def test_a_body_without_a_declared_length_stops_at_the_bound(c: Container) -> None:
     client = web_client(c, role=Role.EDITOR)
     token = csrf(client, LIBRARY)
-    limit = body_limit(MAX_UPLOAD)
+    limit = BODY_LIMIT
     boundary = "relata-test-boundary"
     head = (
         f'--{boundary}\r\nContent-Disposition: form-data; name="csrf_token"\r\n\r\n{token}\r\n'

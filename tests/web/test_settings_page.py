@@ -1,7 +1,8 @@
 """The settings page: providers and models, the warning when vectors and chunks differ,
 re-embedding and its progress, API tokens (the secret shown once, working as a Bearer token,
-revoked), members and the last-owner rule; every form needs its token, a viewer writes only
-their own tokens, and stored strings are escaped."""
+revoked), members and the last-owner rule (invitations: ``test_invitations_page``); every
+form needs its token, a viewer writes only their own tokens, and stored strings are
+escaped."""
 
 from __future__ import annotations
 
@@ -146,14 +147,14 @@ def test_a_viewer_sees_no_reembed_or_member_forms_and_is_refused(embedded: Conta
     viewer = web_client(embedded, role=Role.VIEWER)
     page = viewer.get(SETTINGS).text
     assert "settings/reembed" not in page and "settings/members" not in page
+    assert "settings/invitations" not in page
     assert 'id="members"' not in page and "Open the audit log" not in page
     assert 'action="/w/default/settings/tokens"' in page  # their own tokens: yes
     token = csrf(viewer, SETTINGS)
     assert viewer.post(f"{SETTINGS}/reembed", data={"csrf_token": token}).status_code == 403
-    posted = viewer.post(
-        f"{SETTINGS}/members", data={"csrf_token": token, "username": "x", "role": "owner"}
-    )
+    posted = viewer.post(f"{SETTINGS}/invitations", data={"csrf_token": token, "role": "owner"})
     assert posted.status_code == 403
+    assert embedded.invitations.live(ws) == []
     assert embedded.queue.list(ws, kind=REEMBED_WORKSPACE) == []
 
 
@@ -304,7 +305,7 @@ def test_another_workspaces_token_cannot_be_revoked(c: Container) -> None:
 
 
 # ---------------------------------------------------------------- members
-def test_an_owner_adds_changes_and_removes_members(c: Container) -> None:
+def test_an_owner_changes_and_removes_members(c: Container) -> None:
     ws = workspace_id(c)
     other, _ = c.workspaces.ensure("other")
     make_user(c, workspace=other, username="bo")
@@ -313,15 +314,10 @@ def test_an_owner_adds_changes_and_removes_members(c: Container) -> None:
     page = owner.get(SETTINGS).text
     assert "Members and roles" in page and "ann" in page and "(you)" in page
     assert 'href="/w/default/audit"' in page
+    assert "Add a member" not in page and 'name="username"' not in page  # invitations only
 
-    added = owner.post(
-        f"{SETTINGS}/members", data={"csrf_token": token, "username": "bo", "role": "editor"}
-    )
-    assert added.status_code == 303
-    assert added.headers["location"] == f"{SETTINGS}?done=member_added#members"
-    assert c.members.member(ws, "bo").role is Role.EDITOR
-    page = owner.get(f"{SETTINGS}?done=member_added").text
-    assert "Member added." in page and 'id="role-bo"' in page
+    c.members.add(ws, "bo", Role.EDITOR, actor=CLI_ACTOR)  # the administrator's command line
+    assert 'id="role-bo"' in owner.get(SETTINGS).text
 
     changed = owner.post(
         f"{SETTINGS}/members/bo/role", data={"csrf_token": token, "role": "viewer"}
@@ -334,7 +330,6 @@ def test_an_owner_adds_changes_and_removes_members(c: Container) -> None:
     assert all(m.username != "bo" for m in c.members.members(ws))
     actions = [e.action for e in c.audit.list(ws)]
     for action in (
-        AuditAction.MEMBER_ADDED,
         AuditAction.MEMBER_CHANGED,
         AuditAction.MEMBER_REMOVED,
     ):
@@ -354,20 +349,17 @@ def test_refused_member_changes_are_the_page_again_with_the_reason(c: Container)
     assert gone.status_code == 409 and "must keep at least one owner" in gone.text
     assert c.members.member(ws, "ann").role is Role.OWNER
 
-    nobody = owner.post(
-        f"{SETTINGS}/members", data={"csrf_token": token, "username": "nobody", "role": "viewer"}
-    )
-    assert nobody.status_code == 404 and "no user has that username" in nobody.text
-    assert 'value="nobody"' in nobody.text  # what was typed stays in the form
-    twice = owner.post(
-        f"{SETTINGS}/members", data={"csrf_token": token, "username": "cy", "role": "viewer"}
-    )
-    assert twice.status_code == 409 and "already a member" in twice.text
-    assert c.members.member(ws, "cy").role is Role.EDITOR
     bad = owner.post(f"{SETTINGS}/members/cy/role", data={"csrf_token": token, "role": "superuser"})
     assert bad.status_code == 400 and "role must be one of" in bad.text
-    missing = owner.post(f"{SETTINGS}/members/zed/remove", data={"csrf_token": token})
-    assert missing.status_code == 404 and "member not found" in missing.text
+    # A user who exists elsewhere and a name nobody has: the same refusal, word for word.
+    other, _ = c.workspaces.ensure("other")
+    make_user(c, workspace=other, username="bo")
+    answers = []
+    for name in ("bo", "zed"):
+        r = owner.post(f"{SETTINGS}/members/{name}/remove", data={"csrf_token": token})
+        assert r.status_code == 404 and "not a member of this workspace" in r.text
+        answers.append(re.sub(r'value="[^"]*"', "", r.text))
+    assert answers[0] == answers[1]
 
     # With a second owner, the first may step down.
     owner.post(f"{SETTINGS}/members/cy/role", data={"csrf_token": token, "role": "owner"})
@@ -384,13 +376,14 @@ def test_an_editor_sees_no_members_and_cannot_change_them(c: Container) -> None:
     assert 'id="members"' not in page and "settings/members" not in page
     token = csrf(editor, SETTINGS)
     for path, data in (
-        ("members", {"username": "cy", "role": "owner"}),
+        ("invitations", {"role": "owner"}),
         ("members/cy/role", {"role": "owner"}),
         ("members/cy/remove", {}),
     ):
         r = editor.post(f"{SETTINGS}/{path}", data={"csrf_token": token, **data})
         assert r.status_code == 403, path
     assert c.members.member(ws, "cy").role is Role.VIEWER
+    assert c.invitations.live(ws) == []
 
 
 def test_every_settings_form_refuses_a_post_without_its_token(embedded: Container) -> None:
@@ -400,11 +393,13 @@ def test_every_settings_form_refuses_a_post_without_its_token(embedded: Containe
     status, _ = _create_token(owner, name="keep")
     assert status == 201
     [kept] = embedded.tokens.list(ws)
+    _, pending = embedded.invitations.create(ws, Role.VIEWER, created_by=None, actor=CLI_ACTOR)
     for path, data in (
         ("reembed", {"all": "true"}),
         ("tokens", {"name": "forged"}),
         (f"tokens/{kept.id}/revoke", {}),
-        ("members", {"username": "cy", "role": "owner"}),
+        ("invitations", {"role": "owner"}),
+        (f"invitations/{pending.id}/revoke", {}),
         ("members/cy/role", {"role": "owner"}),
         ("members/cy/remove", {}),
     ):
@@ -416,10 +411,11 @@ def test_every_settings_form_refuses_a_post_without_its_token(embedded: Containe
     assert [t.name for t in embedded.tokens.list(ws)] == ["keep"]
     assert embedded.tokens.get(ws, kept.id).revoked_at is None
     assert embedded.members.member(ws, "cy").role is Role.VIEWER
+    assert [i.id for i in embedded.invitations.live(ws)] == [pending.id]
 
 
 # ---------------------------------------------------------------- escaping
-def test_token_names_display_names_and_typed_usernames_are_escaped(c: Container) -> None:
+def test_token_names_display_names_and_typed_values_are_escaped(c: Container) -> None:
     ws = workspace_id(c)
     owner_user = make_user(c, username="olga")
     for n, text in enumerate(XSS):
@@ -444,10 +440,9 @@ def test_token_names_display_names_and_typed_usernames_are_escaped(c: Container)
     assert leaked(page) == []
 
     typed = client.post(
-        f"{SETTINGS}/members",
-        data={"csrf_token": csrf(client, SETTINGS), "username": XSS[1], "role": "viewer"},
+        f"{SETTINGS}/invitations",
+        data={"csrf_token": csrf(client, SETTINGS), "role": XSS[1], "days": XSS[0]},
     )
-    assert typed.status_code == 404 and str(escape(XSS[1])) in typed.text
-    assert leaked(typed.text) == []
+    assert typed.status_code == 400 and leaked(typed.text) == []
     status, created = _create_token(client, name=XSS[2])
     assert status == 201 and leaked(created) == []

@@ -7,8 +7,8 @@ import pytest
 from relata.bootstrap import Container
 from relata.domain.models import CLI_ACTOR
 from relata.domain.vocabulary import Role
-from tests.support.api import PASSWORD, make_user
-from tests.support.web import csrf, web_app_client, web_client
+from tests.support.api import make_user
+from tests.support.web import csrf, sign_in, web_app_client, web_client
 
 
 def test_a_page_without_a_session_sends_the_browser_to_sign_in(container: Container) -> None:
@@ -26,13 +26,10 @@ def test_sign_in_goes_to_next_or_the_library_and_a_wrong_password_says_so(
     client = web_app_client(container)
     page = client.get("/sign-in")
     assert page.status_code == 200 and 'name="password"' in page.text
-    bad = client.post("/sign-in", data={"username": "ann", "password": "nope"})
+    bad = sign_in(client, "ann", "nope")
     assert bad.status_code == 401
     assert 'role="alert"' in bad.text and 'value="ann"' in bad.text
-    ok = client.post(
-        "/sign-in",
-        data={"username": "ann", "password": PASSWORD, "next": "/w/default/library?x=1"},
-    )
+    ok = sign_in(client, "ann", next="/w/default/library?x=1")
     assert ok.status_code == 303 and ok.headers["location"] == "/w/default/library?x=1"
     assert client.get("/").headers["location"] == "/w/default/library"
     library = client.get("/w/default/library")
@@ -46,7 +43,7 @@ def test_sign_in_goes_to_next_or_the_library_and_a_wrong_password_says_so(
 def test_sign_in_never_redirects_off_site(container: Container, target: str) -> None:
     make_user(container, username="ann")
     client = web_app_client(container)
-    r = client.post("/sign-in", data={"username": "ann", "password": PASSWORD, "next": target})
+    r = sign_in(client, "ann", next=target)
     assert r.status_code == 303 and r.headers["location"] == "/w/default/library"
 
 

@@ -1,6 +1,7 @@
 """The FastAPI app factory. Middleware order (outermost first) is part of the contract:
-request id, recover, logging, security headers, host and origin checks (so a refused host or
-origin is logged, carries the security headers, and no handler runs).
+request id, recover, logging, security headers, host and origin checks, body limits (so a
+refused host, origin or body is logged, carries the security headers, and no handler runs;
+``relata.api.limits``).
 
 The OpenAPI document is ``relata.api.openapi.build_openapi`` (400 in the error shape, not
 FastAPI's 422); ``/docs`` is ``relata.api.pages``, and so is ``/`` unless the web interface
@@ -20,10 +21,12 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Match
+from starlette.types import Scope
 
 import relata
 from relata.api import pages, v1
 from relata.api.errors import domain_error_response, error_response
+from relata.api.limits import BodyKind, BodyLimitMiddleware, BodyLimits, BodyRule, RouteKinds
 from relata.api.middleware import (
     HostOriginMiddleware,
     LoggingMiddleware,
@@ -147,7 +150,28 @@ def create_app(container: Container, web: WebRoutes | None = None) -> FastAPI:
         app.include_router(pages.index_router)
     app.include_router(pages.router)
 
+    limits = BodyLimits.from_settings(container.settings)
+    api_kinds = RouteKinds(
+        app.routes,
+        {"sign_in": BodyKind.SIGN_IN, "create_item": BodyKind.UPLOAD},
+        default=BodyKind.JSON,
+    )
+
+    def body_rule(scope: Scope) -> BodyRule:
+        if web is not None and web.handles(Request(scope)):
+            return web.body_rule(scope, limits)
+        return limits.rule(api_kinds.kind(scope))
+
+    def render(scope: Scope, exc: RelataError) -> Response:
+        return as_page(Request(scope), domain_error_response(exc))
+
     # add_middleware prepends, so add innermost first.
+    app.add_middleware(
+        BodyLimitMiddleware,
+        rule_for=body_rule,
+        render=render,
+        min_rate=container.settings.min_body_rate,
+    )
     app.add_middleware(HostOriginMiddleware, allowed_hosts=container.settings.allowed_hosts)
     app.add_middleware(SecurityHeadersMiddleware)
     app.add_middleware(LoggingMiddleware, metrics=container.metrics)

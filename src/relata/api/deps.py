@@ -39,9 +39,18 @@ CSRF_HEADER = "x-csrf-token"
 CSRF_FIELD = "csrf_token"
 #: Unsafe endpoints (by route name) a viewer may call: none changes the workspace's knowledge
 #: (asking a question, their own tokens, signing out).
-#: Creating a workspace is open to every signed-in user: it changes none they are a member of.
+#: Creating a workspace, and accepting or declining an invitation, are open to every
+#: signed-in user: they change no workspace the user is already a member of.
 VIEWER_MAY_WRITE = frozenset(
-    {"answers", "create_token", "revoke_token", "sign_out", "create_workspace"}
+    {
+        "answers",
+        "create_token",
+        "revoke_token",
+        "sign_out",
+        "create_workspace",
+        "accept_invitation",
+        "decline_invitation",
+    }
 )
 #: A path parameter of this name is always a workspace's slug, and names the request's
 #: workspace (it wins over the header).

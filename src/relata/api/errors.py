@@ -21,6 +21,7 @@ from relata.domain.errors import (
     RateLimited,
     RelataError,
     TooLarge,
+    TooSlow,
     Unauthenticated,
     Unavailable,
     UnsupportedContent,
@@ -32,6 +33,7 @@ from relata.observability.context import get_correlation_id
 _STATUS: tuple[tuple[type[RelataError], int], ...] = (
     (UnsupportedContent, 415),
     (TooLarge, 413),
+    (TooSlow, 408),
     (ValidationError, 400),
     (Unauthenticated, 401),
     (Forbidden, 403),

@@ -181,16 +181,62 @@ class SecurityHeadersMiddleware:
 _UNSAFE = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
-def host_name(value: str) -> str:
-    """The host of a ``Host`` header or an origin's authority, lowercased, port removed
-    (``[::1]:8080`` -> ``::1``)."""
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def split_host(value: str) -> tuple[str, int | None]:
+    """A ``Host`` header or an origin's authority as (name lowercased, port or None):
+    ``[::1]:8080`` -> ``("::1", 8080)``, ``localhost`` -> ``("localhost", None)``. A port
+    that is not a number is None."""
     v = value.strip().lower()
     if v.startswith("["):
         end = v.find("]")
-        return v[1:end] if end > 0 else v
-    if v.count(":") == 1:
-        return v.split(":", 1)[0]
-    return v
+        if end < 0:
+            return v, None
+        name, rest = v[1:end], v[end + 1 :]
+        port = rest[1:] if rest.startswith(":") else ""
+    elif v.count(":") == 1:
+        name, port = v.split(":", 1)
+    else:
+        name, port = v, ""
+    return name, int(port) if port.isdigit() else None
+
+
+def host_name(value: str) -> str:
+    """The host of a ``Host`` header or an origin's authority, lowercased, port removed
+    (``[::1]:8080`` -> ``::1``)."""
+    return split_host(value)[0]
+
+
+Origin = tuple[str, str, int]
+
+
+def request_origin(scope: Scope, host: str) -> Origin:
+    """The request's own origin: the scheme it came in with (``scope``: the forwarded one
+    only when a trusted proxy says so), and the name and port of its ``Host`` header (the
+    scheme's default port when it names none)."""
+    scheme = str(scope.get("scheme", "http"))
+    name, port = split_host(host)
+    return scheme, name, port if port is not None else _DEFAULT_PORTS.get(scheme, 0)
+
+
+def parse_origin(value: str) -> Origin | None:
+    """An ``Origin`` header as (scheme, host, port), None when it is not an http(s) origin."""
+    parts = urlsplit(value.strip())
+    if parts.scheme not in _DEFAULT_PORTS or not parts.netloc:
+        return None
+    if parts.path or parts.query or parts.fragment or "@" in parts.netloc:
+        return None
+    name, port = split_host(parts.netloc)
+    if not name or (port is None and ":" in parts.netloc.rsplit("]", 1)[-1]):
+        return None  # an empty host, or a port that is not a number
+    return parts.scheme, name, port if port is not None else _DEFAULT_PORTS[parts.scheme]
+
+
+def _show(origin: Origin) -> str:
+    scheme, name, port = origin
+    host = f"[{name}]" if ":" in name else name
+    return f"{scheme}://{host}" + ("" if _DEFAULT_PORTS.get(scheme) == port else f":{port}")
 
 
 class HostOriginMiddleware:
@@ -199,14 +245,16 @@ class HostOriginMiddleware:
     - ``Host`` must be one of ``RELATA_ALLOWED_HOSTS`` (any port; ``*`` allows any), else
       400 before any handler runs: a DNS-rebinding page (``evil.example`` resolving to
       127.0.0.1) sends its own name and is not served.
-    - On POST, PUT, PATCH and DELETE: an ``Origin`` header must name an allowed host; without
-      one, ``Sec-Fetch-Site`` must be ``same-origin`` or ``none``. A request with neither
-      (curl, the CLI, scripts) passes: browsers send them. ``Origin: null`` passes only with
-      ``Sec-Fetch-Site: same-origin``: our own pages send ``null`` (their ``Referrer-Policy:
-      no-referrer`` makes a browser hide the origin of a same-origin form post), a sandboxed
-      or ``file:`` page sends ``null`` with ``cross-site``, and a browser sets
-      ``Sec-Fetch-Site`` itself (no page can). A refusal is 403 ``forbidden``, and nothing
-      has run.
+    - On POST, PUT, PATCH and DELETE: an ``Origin`` header must be the request's own origin
+      (``request_origin``): the same scheme, host *and port*, so a page on another port of
+      the same host (``http://localhost:3000``), which is same-site to a browser and shares
+      its cookies, is refused too. Without an ``Origin``, ``Sec-Fetch-Site`` must be
+      ``same-origin`` or ``none``. A request with neither (curl, the CLI, scripts) passes:
+      browsers send them. ``Origin: null`` passes only with ``Sec-Fetch-Site: same-origin``:
+      our own pages send ``null`` (their ``Referrer-Policy: no-referrer`` makes a browser
+      hide the origin of a same-origin form post), a sandboxed or ``file:`` page sends
+      ``null`` with ``cross-site``, and a browser sets ``Sec-Fetch-Site`` itself (no page
+      can). A refusal is 403 ``forbidden``, and nothing has run.
     """
 
     def __init__(self, app: ASGIApp, allowed_hosts: Iterable[str]) -> None:
@@ -230,26 +278,31 @@ class HostOriginMiddleware:
             await response(scope, receive, send)
             return
         if scope.get("method") in _UNSAFE:
-            refusal = self._cross_origin(headers)
+            refusal = self._cross_origin(headers, request_origin(scope, host))
             if refusal is not None:
                 response = error_response(403, "forbidden", refusal)
                 await response(scope, receive, send)
                 return
         await self.app(scope, receive, send)
 
-    def _cross_origin(self, headers: dict[bytes, str]) -> str | None:
+    @staticmethod
+    def _cross_origin(headers: dict[bytes, str], own: Origin) -> str | None:
         origin = headers.get(b"origin")
         site = headers.get(b"sec-fetch-site")
         same_origin = site is not None and site.strip().lower() == "same-origin"
         if origin is not None and origin.strip() == "null" and same_origin:
             return None  # our own page's form post under Referrer-Policy: no-referrer
         if origin is not None:
-            parts = urlsplit(origin.strip())
-            if parts.scheme not in {"http", "https"} or not parts.netloc:
-                return "cross-origin request refused (Origin)"
-            if not self._allowed(parts.netloc):
-                return "cross-origin request refused (Origin)"
-            return None
+            theirs = parse_origin(origin)
+            if theirs == own:
+                return None
+            message = f"cross-origin request refused: Origin is not {_show(own)}"
+            if theirs is not None and theirs[0] == "https" and own[0] == "http":
+                message += (
+                    " (behind a TLS proxy, name it in RELATA_TRUSTED_PROXIES so that its "
+                    "X-Forwarded-Proto is believed)"
+                )
+            return message
         if site is not None and site.strip().lower() not in {"same-origin", "none"}:
             return "cross-site request refused (Sec-Fetch-Site)"
         return None

@@ -8,6 +8,8 @@ therefore post-processes FastAPI's document by three rules, so no route can forg
   replaced, and its validation schemas dropped);
 - every operation with a path parameter documents **404**: ids in paths are looked up in the
   caller's workspace, and a missing one (or another workspace's) is not found;
+- every operation that takes a body documents **413**: bodies are bounded as they stream in
+  (``relata.api.limits``);
 - every ``/api/v1`` operation but ``PUBLIC_OPERATIONS`` requires the bearer token or the
   session cookie (``components.securitySchemes``) and documents **401**, and **403** when
   it is not a GET (a viewer's write, a missing CSRF token, a cross-origin request);
@@ -50,7 +52,9 @@ _DESCRIPTIONS = {
     "or a cross-origin request",
     404: "not found in the caller's workspace",
     409: "conflict; for a duplicate upload `error.existing_id` is the item that has the bytes",
-    413: "over a size limit (RELATA_MAX_UPLOAD_BYTES)",
+    413: "the request body is over its limit (RELATA_MAX_JSON_BYTES; an upload's "
+    "RELATA_MAX_UPLOAD_BYTES; a sign-in's is fixed), or an upload over a parse limit; "
+    "the message names the limit",
     415: "content of a type Relata does not accept",
     429: "too many failed sign-ins for this account or address; retry after `Retry-After`",
     502: "the model provider answered with an error",
@@ -146,6 +150,8 @@ def _apply_rules(schema: dict[str, Any], job_kinds: Iterable[str]) -> None:
         responses: dict[str, Any] = op.setdefault("responses", {})
         if responses.pop("422", None) is not None or "requestBody" in op:
             responses.setdefault("400", _error_response(400))
+        if "requestBody" in op:
+            responses.setdefault("413", _error_response(413))
         if "{" in path:
             responses.setdefault("404", _error_response(404))
         if path == "/api/v1/jobs" and kinds:

@@ -5,7 +5,8 @@ imports ``web``").
 ``relata.web.web_routes(container)`` implements it; ``relata.api.app.create_app`` takes one
 optionally (the API's own tests build the app without pages). When one is given, its router
 serves ``/`` and the pages, and an error raised while serving one of its paths is rendered by
-``error_page`` (an HTML page in the layout) instead of the API's JSON error shape.
+``error_page`` (an HTML page in the layout) instead of the API's JSON error shape; the body of
+a request to one of its paths is bounded by its ``body_rule`` (``relata.api.limits``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,9 @@ from typing import Protocol
 
 from fastapi import APIRouter, Request
 from starlette.responses import Response
+from starlette.types import Scope
+
+from relata.api.limits import BodyLimits, BodyRule
 
 
 class WebRoutes(Protocol):
@@ -28,4 +32,8 @@ class WebRoutes(Protocol):
 
     def error_page(self, request: Request, status: int, code: str, message: str) -> Response:
         """The page shown for an error while serving one of the web's paths."""
+        ...
+
+    def body_rule(self, scope: Scope, limits: BodyLimits) -> BodyRule:
+        """The bound of a request body to one of the web's paths: sign-in, upload or form."""
         ...

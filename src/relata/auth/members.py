@@ -2,10 +2,14 @@
 
 - Any signed-in user may create a workspace; they become its owner in the same transaction
   as the workspace (``WorkspaceRepository.create(owner_id=...)``), so a workspace never
-  exists without an owner. A taken slug is ``DuplicateKey`` (409).
-- Owners add members by username with a role, change a member's role and remove members.
-  The last owner can be neither demoted nor removed (``LastOwner``, 409): the check runs in
-  the storage's write transaction, so two owners demoting each other cannot both succeed.
+  exists without an owner. Slugs are global names: a taken slug is ``DuplicateKey`` (409)
+  with ``SLUG_TAKEN``, one message whoever holds it, naming nobody.
+- People join a workspace by accepting an invitation (``relata.auth.invitations``); only
+  the CLI, as administrator, adds a user directly (``add``). Owners change a member's role
+  and remove members, named by username: someone who is not a member here is one answer,
+  ``NOT_A_MEMBER``, whether or not such a user exists. The last owner can be neither
+  demoted nor removed (``LastOwner``, 409): the check runs in the storage's write
+  transaction, so two owners demoting each other cannot both succeed.
 - Every change is audited in the workspace, as the acting principal, naming the user by id
   only: ``workspace.created``, ``member.added``, ``member.changed``, ``member.removed``.
 - Removing a member, or lowering their role, applies to their API tokens at once: a token's
@@ -17,7 +21,7 @@ principal, the CLI acting as administrator), not here.
 
 from __future__ import annotations
 
-from relata.domain.errors import NotFound, ValidationError
+from relata.domain.errors import DuplicateKey, NotFound, ValidationError
 from relata.domain.models import Actor, Member, Membership, Workspace
 from relata.domain.ports import AuditRecorder, Clock, UserRepository, WorkspaceRepository
 from relata.domain.vocabulary import AuditAction, AuditTarget, Role
@@ -25,6 +29,10 @@ from relata.ids import new_id
 from relata.workspaces import validate_slug
 
 MAX_NAME = 200
+#: A taken slug, whoever holds it: the answer names no one and says nothing of the workspace.
+SLUG_TAKEN = "this slug is not available; choose another"
+#: A username that is no member here, whether or not such a user exists.
+NOT_A_MEMBER = "not a member of this workspace"
 
 
 class MemberService:
@@ -46,13 +54,17 @@ class MemberService:
         self, slug: str, name: str | None, *, owner_id: str | None, actor: Actor
     ) -> Workspace:
         """A new workspace, ``owner_id`` its owner (None: no member yet, the CLI's
-        ``workspaces create`` without ``--owner``). DuplicateKey when the slug is taken."""
+        ``workspaces create`` without ``--owner``). DuplicateKey (``SLUG_TAKEN``) when the
+        slug is taken."""
         slug = validate_slug(slug.strip().lower())
         title = (name or "").strip() or slug
         if len(title) > MAX_NAME or any(ord(ch) < 32 for ch in title):
             raise ValidationError(f"name must be 1-{MAX_NAME} printable characters", field="name")
         ws = Workspace(id=new_id(), slug=slug, name=title, created_at=self._clock.now())
-        self._workspaces.create(ws, owner_id=owner_id)
+        try:
+            self._workspaces.create(ws, owner_id=owner_id)
+        except DuplicateKey as exc:
+            raise DuplicateKey(SLUG_TAKEN, constraint=exc.constraint) from None
         self._audit.record(
             ws.id,
             AuditAction.WORKSPACE_CREATED,
@@ -79,17 +91,18 @@ class MemberService:
         return self._users.members(workspace_id)
 
     def member(self, workspace_id: str, username: str) -> Member:
-        """NotFound ("member not found") when no such user or not a member here: the same
+        """NotFound (``NOT_A_MEMBER``) when no such user or not a member here: the same
         answer either way, so a path cannot tell users of other workspaces from nobody."""
         wanted = username.strip().lower()
         for m in self._users.members(workspace_id):
             if m.username == wanted:
                 return m
-        raise NotFound("member not found")
+        raise NotFound(NOT_A_MEMBER)
 
     def add(self, workspace_id: str, username: str, role: Role, *, actor: Actor) -> Member:
-        """Add an existing user; NotFound when there is no such user (a well-formed name
-        that names nobody, like a missing id), DuplicateKey when they are a member already."""
+        """Add an existing user directly: the CLI's administrator only (people join by
+        invitation). NotFound when there is no such user, DuplicateKey when they are a
+        member already."""
         try:
             user = self._users.get_by_username(username.strip().lower())
         except NotFound:

@@ -66,6 +66,7 @@ from relata.domain.models import Actor, User, Workspace
 from relata.domain.ports import AuditRecorder, Clock
 from relata.domain.vocabulary import ActorKind, AuditAction, AuditTarget
 from relata.ids import new_id
+from relata.workspaces import private_slug
 
 log = logging.getLogger(__name__)
 
@@ -501,7 +502,8 @@ class OidcService:
             oauth_provider=provider,
             oauth_subject=subject,
         )
-        workspace = Workspace(id=new_id(), slug=username, name=label[:200], created_at=now)
+        # A random slug: a global name must not tell who has an account (ADR 28).
+        workspace = Workspace(id=new_id(), slug=private_slug(), name=label[:200], created_at=now)
         user, created = self._identities.provision(user, workspace)
         if created:
             self._audit.record(
@@ -552,7 +554,7 @@ def _label(claims: Mapping[str, Any]) -> str:
 
 
 def federated_username(provider: str, subject: str, claims: Mapping[str, Any]) -> str:
-    """A username (and private workspace slug) for a new federated user: a readable part
+    """A username for a new federated user: a readable part
     from the claims and 10 hex characters of ``sha256(provider, subject)``. Deterministic,
     so two racing first sign-ins of a subject pick the same name; the claims never decide
     who a user *is* (only ``sub`` does)."""

@@ -8,6 +8,10 @@
 - The CSRF synchronizer token is derived from the session token (a keyed-by-the-secret hash),
   so it changes with the session, needs no storage, and cannot be computed without the
   cookie. ``csrf_ok`` compares in constant time.
+- Before there is a session, the sign-in form carries the same kind of token derived from a
+  random *pre-session* cookie (``PRESESSION_COOKIE``: HttpOnly, SameSite=Strict, short-lived),
+  so a sign-in posted by another page is refused (login CSRF;
+  docs/decisions/0027-request-limits-and-origins.md).
 """
 
 from __future__ import annotations
@@ -24,6 +28,11 @@ from relata.ids import hash_token, new_id, new_token, tokens_equal
 #: Cookie names: ``__Host-`` requires Secure, path / and no Domain, so only over HTTPS.
 COOKIE_NAME = "relata_session"
 SECURE_COOKIE_NAME = "__Host-relata_session"
+#: The pre-session cookie of the sign-in form (``csrf_token_for`` its value is the form's token).
+PRESESSION_COOKIE = "relata_signin"
+SECURE_PRESESSION_COOKIE = "__Host-relata_signin"
+#: How long a sign-in form stays valid after it was first shown.
+PRESESSION_MAX_AGE = timedelta(hours=2)
 TOUCH_INTERVAL = timedelta(minutes=1)
 PURGE_BATCH = 500
 

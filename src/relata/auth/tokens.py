@@ -12,8 +12,6 @@
 from __future__ import annotations
 
 import contextlib
-import re
-import secrets
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
@@ -21,11 +19,12 @@ from relata.domain.errors import Forbidden, NotFound, Unavailable, ValidationErr
 from relata.domain.models import Actor, ApiToken
 from relata.domain.ports import ApiTokenRepository, AuditRecorder, Clock, UserRepository
 from relata.domain.vocabulary import AuditAction, AuditTarget, Role
-from relata.ids import hash_token, new_id
+from relata.ids import hash_token, is_prefixed_secret, new_id, new_prefixed_secret
 
 USE_INTERVAL = timedelta(minutes=1)
 MAX_NAME = 100
-_SHAPE = re.compile(r"^rl_([0-9a-f]{8})_[A-Za-z0-9_-]{43}$")
+#: Tokens are ``rl_<prefix>_<secret>`` (``relata.ids.new_prefixed_secret``).
+TOKEN_KIND = "rl"  # noqa: S105 - a prefix, not a secret
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,8 +69,7 @@ class TokenService:
         now = self._clock.now()
         if expires_at is not None and expires_at <= now:
             raise ValidationError("expires_at must be in the future", field="expires_at")
-        prefix = secrets.token_hex(4)
-        secret = f"rl_{prefix}_{secrets.token_urlsafe(32)}"
+        secret, prefix = new_prefixed_secret(TOKEN_KIND)
         token = ApiToken(
             id=new_id(),
             workspace_id=workspace_id,
@@ -97,7 +95,7 @@ class TokenService:
     def authenticate(self, secret: str) -> Authenticated | None:
         """The live token of ``secret`` with its effective role (the lower of the token's
         and its owner's current role); None when unknown, revoked, expired or orphaned."""
-        if not _SHAPE.match(secret):
+        if not is_prefixed_secret(TOKEN_KIND, secret):
             return None
         token = self._repo.get_by_hash(hash_token(secret))
         now = self._clock.now()

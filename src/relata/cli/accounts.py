@@ -36,8 +36,9 @@ def register(sub: Any) -> None:
         "create",
         help="create a user with a private workspace, or as a member of --workspace",
         description="Create a user. Without --join the user gets a private workspace "
-        "named after them (owner); with it, they join that workspace with --role. The "
-        "password is asked twice, or read from standard input with --password-stdin.",
+        "(owner) with a random slug, never their username (slugs are visible to everyone "
+        "signed in); with it, they join that workspace with --role. The password is asked "
+        "twice, or read from standard input with --password-stdin.",
     )
     c.add_argument("--username", required=True, help="the account's name (lowercase)")
     c.add_argument("--password-stdin", action="store_true", help="read the password from stdin")
@@ -107,17 +108,26 @@ def _workspace(c: Container, slug: str | None) -> Workspace:
 
 
 def _users_create(args: argparse.Namespace) -> int:
+    from relata.auth.accounts import validate_username
+    from relata.domain.errors import NotFound
     from relata.domain.models import CLI_ACTOR
     from relata.domain.vocabulary import Role
+    from relata.workspaces import private_slug
 
     password = _password(args.password_stdin)
     with open_container(log=False, schema="migrate") as c:
         if args.join:
             ws, role = _workspace(c, args.join), Role(args.role)
         else:
-            ws, created = c.workspaces.ensure(args.username.strip().lower(), actor=CLI_ACTOR)
-            if not created:
-                raise CliError(f"a workspace {ws.slug!r} exists already: pass --join")
+            username = validate_username(args.username)
+            try:  # before the workspace is made, so a taken name leaves nothing behind
+                c.accounts.get_by_username(username)
+                raise CliError(f"a user {username!r} exists already")
+            except NotFound:
+                pass
+            ws = c.members.create_workspace(
+                private_slug(), username, owner_id=None, actor=CLI_ACTOR
+            )
             role = Role.OWNER
         user = c.accounts.create_user(
             args.username, password, workspace=ws, role=role, is_admin=args.admin

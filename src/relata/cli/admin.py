@@ -16,6 +16,7 @@ from relata.cli.common import (
     open_container,
     plural,
     redact_url,
+    server_url,
     settings_or_exit,
     where,
 )
@@ -105,8 +106,7 @@ def _createadmin(args: argparse.Namespace) -> int:
         user = c.accounts.create_user(
             username, password, workspace=ws, role=Role.OWNER, is_admin=True
         )
-        host, port = c.settings.http_addr
-    base = f"http://{f'[{host}]' if ':' in host else host}:{port}"
+        base = server_url(c.settings)
     print(f"created administrator {user.username!r}, owner of workspace {ws.slug!r}")
     print(f"sign in: open {base}/ in a browser (relata serve), or from a script:")
     print(

@@ -182,6 +182,13 @@ def add_workspace_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def server_url(settings: Settings) -> str:
+    """Where ``relata serve`` listens (``RELATA_HTTP_ADDR``), as a URL for messages; behind a
+    proxy, people use the proxy's address instead."""
+    host, port = settings.http_addr
+    return f"http://{f'[{host}]' if ':' in host else host}:{port}"
+
+
 def plural(n: int, singular: str, plural_form: str | None = None) -> str:
     """``1 block``, ``2 blocks``; ``plural_form`` for irregular words."""
     word = singular if n == 1 else (plural_form or singular + "s")

@@ -62,6 +62,7 @@ def _worker(args: argparse.Namespace) -> int:
         workers = c.settings.workers if args.workers is None else args.workers
         if not 1 <= workers <= 64:
             raise CliError("relata worker needs 1-64 workers (--workers or RELATA_WORKERS)")
+        c.vectors.prepare()
         pool = c.worker_pool(workers=workers)
         kinds = c.registry.kinds()
         log.info(

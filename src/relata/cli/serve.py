@@ -14,9 +14,14 @@ import sys
 import threading
 import time
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from relata.cli.common import CliError, open_container, settings_or_exit, where
+
+if TYPE_CHECKING:
+    import uvicorn
+
+    from relata.config.settings import Settings
 
 log = logging.getLogger("relata.serve")
 
@@ -46,6 +51,7 @@ def _migrate(_: argparse.Namespace) -> int:
     with open_container(log=False, schema="any") as c:
         before = migrate.current_revision(c.db)
         after = migrate.upgrade(c.db)
+        c.vectors.prepare()  # pgvector: the extension and the table, or the operator's fix
     print(
         f"database at revision {after}" + (" (was " + str(before) + ")" if before != after else "")
     )
@@ -67,6 +73,34 @@ def insecure_refusal(host: str, allow_insecure: bool) -> str | None:
         f"RELATA_HTTP_ADDR={host} is not a loopback address and relata serves plain HTTP: "
         "passwords and session cookies would cross the network in clear. Serve it behind a "
         "TLS proxy and set RELATA_ALLOW_INSECURE_HTTP=true, or listen on 127.0.0.1"
+    )
+
+
+#: The longest request head (request line and headers) a client may send: past it the
+#: connection gets 400 and is closed before the request reaches the app. Browsers send a few
+#: KB (a session cookie is ~60 bytes).
+MAX_HEAD_BYTES = 32 * 1024
+
+
+def server_config(app: Any, settings: Settings) -> uvicorn.Config:
+    """uvicorn's configuration for ``relata serve`` (and the tests that serve the app as it
+    does): request heads bounded by ``MAX_HEAD_BYTES``; forwarded headers believed only from
+    ``RELATA_TRUSTED_PROXIES`` (none by default, not even loopback: uvicorn's own default
+    trusts 127.0.0.1, so any local process could name another client address)."""
+    import uvicorn
+
+    host, port = settings.http_addr
+    proxies = list(settings.trusted_proxies)
+    return uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_config=None,
+        access_log=False,
+        timeout_graceful_shutdown=int(settings.shutdown_timeout),
+        proxy_headers=bool(proxies),
+        forwarded_allow_ips=proxies,
+        h11_max_incomplete_event_size=MAX_HEAD_BYTES,
     )
 
 
@@ -103,6 +137,7 @@ def _serve(_: argparse.Namespace) -> int:
         raise CliError(refusal)
     with open_container(schema="any") as c:
         rev = migrate.upgrade(c.db)
+        c.vectors.prepare()
         c.workspaces.ensure(settings.default_workspace)
         if c.accounts.count() == 0:
             print(
@@ -126,15 +161,7 @@ def _serve(_: argparse.Namespace) -> int:
             },
         )
         app = create_app(c, web=web_routes(c))
-        config = uvicorn.Config(
-            app,
-            host=host,
-            port=port,
-            log_config=None,
-            access_log=False,
-            timeout_graceful_shutdown=int(settings.shutdown_timeout),
-        )
-        server = _TimedServer(config)
+        server = _TimedServer(server_config(app, settings))
         pool = c.worker_pool() if settings.workers > 0 else None
         # uvicorn restores the previous handlers and re-raises the signal it caught once it
         # has shut down; ours must be those handlers, so the re-raise cannot end the process

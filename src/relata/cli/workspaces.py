@@ -1,19 +1,25 @@
-"""``relata workspaces create|list`` and ``relata members list|add|role|remove``.
+"""``relata workspaces create|list|invite|invitations|revoke-invitation`` and ``relata members
+list|add|role|remove``.
 
 The command line acts as an administrator on the local database (whoever can run it can read
 the database file anyway): it may create a workspace for anyone and manage any workspace's
 members, choosing it with ``--workspace``. The rules are the API's (``relata.auth.members``):
 a taken slug is refused, the last owner can be neither demoted nor removed, and every change
-is audited, as ``cli``.
+is audited, as ``cli``. Adding a member by username stays here, an operator's act; people
+join through the API and the web by invitation (``relata.auth.invitations``), which the
+command line also creates (the code printed once), lists and revokes. It does not accept
+one: accepting is the invited person's consent, given signed in as themselves
+(docs/decisions/0028-workspace-invitations.md).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
-from relata.cli.common import CliError, add_workspace_option, open_container
+from relata.cli.common import CliError, add_workspace_option, open_container, server_url
 
 _ROLES = ("owner", "editor", "viewer")
 
@@ -43,6 +49,36 @@ def register(sub: Any) -> None:
     )
     ls.add_argument("--json", action="store_true", help="one JSON array")
     ls.set_defaults(handler=_list)
+    inv = wsub.add_parser(
+        "invite",
+        help="create an invitation to a workspace (code printed once)",
+        description="Create an invitation to join SLUG with --role. The code and the link "
+        "to accept it are printed once (only a hash is stored): hand them to the person, who "
+        "signs in and accepts. It works once, until it expires or is revoked.",
+    )
+    inv.add_argument("slug", metavar="SLUG", help="the workspace")
+    inv.add_argument("--role", choices=_ROLES, default="viewer", help="default: viewer")
+    inv.add_argument(
+        "--days", type=int, default=7, metavar="N", help="expires after N days (1-30, default 7)"
+    )
+    inv.set_defaults(handler=_invite)
+    il = wsub.add_parser(
+        "invitations",
+        help="list a workspace's pending invitations (never a code)",
+        description="List SLUG's invitations that can still be accepted: id, code prefix, "
+        "role, who created it, expiry.",
+    )
+    il.add_argument("slug", metavar="SLUG", help="the workspace")
+    il.add_argument("--json", action="store_true", help="one JSON array")
+    il.set_defaults(handler=_invitations)
+    ir = wsub.add_parser(
+        "revoke-invitation",
+        help="revoke a pending invitation",
+        description="Revoke a pending invitation of SLUG: its code stops working at once.",
+    )
+    ir.add_argument("slug", metavar="SLUG", help="the workspace")
+    ir.add_argument("invitation_id", metavar="ID", help="the invitation's id (from `invitations`)")
+    ir.set_defaults(handler=_revoke_invitation)
 
     members = sub.add_parser(
         "members",
@@ -120,6 +156,65 @@ def _list(args: argparse.Namespace) -> int:
         print(f"{r['slug']}  {r['name']}  {r['members']} member(s)  owner: {owners}")
     if not rows:
         print("no workspaces: `relata seed` creates the default one")
+    return 0
+
+
+def _invite(args: argparse.Namespace) -> int:
+    from relata.auth.invitations import accept_path
+    from relata.domain.models import CLI_ACTOR
+    from relata.domain.vocabulary import Role
+
+    with open_container(log=False) as c:
+        ws = c.workspaces.resolve(args.slug)
+        code, invitation = c.invitations.create(
+            ws.id, Role(args.role), days=args.days, created_by=None, actor=CLI_ACTOR
+        )
+        base = server_url(c.settings)
+    print(f"{base}{accept_path(code)}")
+    print(
+        f"invitation {invitation.id} to {ws.slug} as {invitation.role.value}, until "
+        f"{invitation.expires_at:%Y-%m-%d %H:%M} UTC; shown once. Hand the link (or the code "
+        f"{code}) to the person: they sign in and accept it. Behind a proxy, use its "
+        "public address instead.",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _invitations(args: argparse.Namespace) -> int:
+    with open_container(log=False) as c:
+        ws = c.workspaces.resolve(args.slug)
+        live = c.invitations.live(ws.id)
+        names = c.invitations.creator_names(live)
+        rows = [
+            {
+                "id": i.id,
+                "prefix": i.prefix,
+                "role": i.role.value,
+                "created_by": names.get(i.created_by) if i.created_by else None,
+                "created_at": i.created_at.isoformat(),
+                "expires_at": i.expires_at.isoformat(),
+            }
+            for i in live
+        ]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    for r in rows:
+        by = r["created_by"] or "cli"
+        print(f"{r['id']}  ri_{r['prefix']}_…  {r['role']}  by {by}  until {r['expires_at']}")
+    if not rows:
+        print(f"workspace {ws.slug} has no pending invitations")
+    return 0
+
+
+def _revoke_invitation(args: argparse.Namespace) -> int:
+    from relata.domain.models import CLI_ACTOR
+
+    with open_container(log=False) as c:
+        ws = c.workspaces.resolve(args.slug)
+        c.invitations.revoke(ws.id, args.invitation_id, actor=CLI_ACTOR)
+    print(f"revoked invitation {args.invitation_id} to workspace {ws.slug}")
     return 0
 
 

@@ -110,6 +110,18 @@ def _hosts(value: str) -> tuple[str, ...]:
     return hosts
 
 
+def _networks(value: str) -> tuple[str, ...]:
+    """IP addresses or networks, comma-separated (``10.0.0.5, 192.168.0.0/24, ::1``); empty
+    is none."""
+    items = tuple(v.strip() for v in value.split(",") if v.strip())
+    for item in items:
+        try:
+            ipaddress.ip_network(item, strict=False)
+        except ValueError:
+            raise ValueError(f"{item!r} is not an IP address or network") from None
+    return items
+
+
 def _url(*schemes: str) -> Parser:
     def parse(value: str) -> str:
         v = value.strip()
@@ -211,6 +223,45 @@ SETTINGS: tuple[Setting, ...] = (
         "true, false",
         "Let `relata serve` listen on a non-loopback `RELATA_HTTP_ADDR` over plain HTTP "
         "(only behind a TLS-terminating proxy).",
+    ),
+    # Request limits and proxies (docs/decisions/0027-request-limits-and-origins.md).
+    Setting(
+        "RELATA_TRUSTED_PROXIES",
+        "trusted_proxies",
+        _networks,
+        "",
+        "comma-separated IP addresses or networks (CIDR), or empty",
+        "Reverse proxies whose `X-Forwarded-For` and `X-Forwarded-Proto` are believed (the "
+        "client address for sign-in limits, the scheme for cookies and the `Origin` check). "
+        "Empty believes no one: the forwarded headers are ignored, even from loopback.",
+    ),
+    Setting(
+        "RELATA_MAX_JSON_BYTES",
+        "max_json_bytes",
+        _int(4096, 1 << 28),
+        "1048576",
+        "bytes (4096-268435456)",
+        "Largest request body of an API call other than an upload (default 1 MiB); a larger "
+        "one is refused with 413 as it streams in, before it is parsed or authenticated.",
+    ),
+    Setting(
+        "RELATA_MAX_FORM_BYTES",
+        "max_form_bytes",
+        _int(4096, 1 << 26),
+        "262144",
+        "bytes (4096-67108864)",
+        "Largest body of a web form post other than an upload (default 256 KiB); a larger "
+        "one is refused with 413 as it streams in.",
+    ),
+    Setting(
+        "RELATA_MIN_BODY_RATE",
+        "min_body_rate",
+        _int(0, 1 << 30),
+        "1024",
+        "bytes per second (0-1073741824)",
+        "Least average rate at which a request body must arrive once the client has kept the "
+        "server waiting 10 s; a slower one is cut off with 408, so a body trickled a few bytes "
+        "a second cannot hold a connection or an upload slot. 0 turns the check off.",
     ),
     Setting(
         "RELATA_COOKIE_SECURE",
@@ -413,7 +464,9 @@ SETTINGS: tuple[Setting, ...] = (
         _int(1024, 1 << 30),
         "52428800",
         "bytes (1024-1073741824)",
-        "Largest accepted upload or ingested file (default 50 MiB); a larger one is refused.",
+        "Largest accepted upload or ingested file (default 50 MiB); a larger one is refused. "
+        "An upload's request body may carry this plus 64 KiB of form fields (the library's "
+        "upload form: several files of it); a longer body is refused with 413 as it streams.",
     ),
     Setting(
         "RELATA_PARSE_MAX_PDF_PAGES",
@@ -566,15 +619,17 @@ SETTINGS: tuple[Setting, ...] = (
         "Chunks one re-embed job embeds before re-enqueuing itself for the rest, so no "
         "lease is held for long (`relata reembed`).",
     ),
-    # Vector store (docs/decisions/0008-vector-stores.md).
+    # Vector store (docs/decisions/0008-vector-stores.md, 0031-pgvector-store.md).
     Setting(
         "RELATA_VECTOR_STORE",
         "vector_store",
-        _choice("sqlite-vec", "qdrant"),
-        "sqlite-vec",
-        "sqlite-vec, qdrant",
-        "Where vectors live: `sqlite-vec` (embedded: in the SQLite database, or in "
-        "`vectors.db` in the data dir when RELATA_DATABASE_URL is PostgreSQL) or `qdrant`.",
+        _choice("auto", "", "sqlite-vec", "pgvector", "qdrant"),
+        "auto",
+        "auto (or empty), sqlite-vec, pgvector, qdrant",
+        "Where vectors live. `auto` decides by the database: `pgvector` with PostgreSQL (in "
+        "the same database; needs the pgvector 0.8+ extension), `sqlite-vec` with SQLite (in "
+        "the same file). `sqlite-vec` beside PostgreSQL keeps them in `vectors.db` in the "
+        "data dir; `qdrant` uses RELATA_QDRANT_URL.",
     ),
     Setting(
         "RELATA_VECTOR_MEMORY_MB",
@@ -727,6 +782,10 @@ class Settings:
     http_addr: tuple[str, int] = ("127.0.0.1", 8080)
     allowed_hosts: tuple[str, ...] = ("localhost", "127.0.0.1", "::1")
     allow_insecure_http: bool = False
+    trusted_proxies: tuple[str, ...] = ()
+    max_json_bytes: int = 1_048_576
+    max_form_bytes: int = 262_144
+    min_body_rate: int = 1024
     cookie_secure: str = "auto"
     session_idle_hours: float = 12.0
     session_max_days: float = 7.0
@@ -768,7 +827,7 @@ class Settings:
     embedding_threads: int = 1
     embedding_timeout: float = 60.0
     reembed_batch_size: int = 256
-    vector_store: str = "sqlite-vec"
+    vector_store: str = "auto"
     vector_memory_mb: int = 256
     qdrant_url: str = ""
     qdrant_api_key: str = dataclasses.field(default="", repr=False)

@@ -8,7 +8,8 @@ chosen in exactly one place, ``relata.api.errors``.
     ├── ConfigError              a setting has a bad value (start-up stops)
     ├── ValidationError          caller input is wrong; names the field
     │   ├── UnsupportedContent   upload content type rejected (415)
-    │   └── TooLarge             upload over a size limit (413)
+    │   ├── TooLarge             request body or upload over a size limit (413)
+    │   └── TooSlow              request body arriving slower than the least rate (408)
     ├── NotFound                 missing, or in another workspace (indistinguishable)
     ├── Conflict
     │   ├── DuplicateItem        same bytes already live in the workspace
@@ -59,6 +60,12 @@ class TooLarge(ValidationError):
     """The request body or upload is over a size limit; the message names the limit."""
 
     code = "too_large"
+
+
+class TooSlow(ValidationError):
+    """The request body arrives slower than the least rate it must keep; names the rate."""
+
+    code = "too_slow"
 
 
 class NotFound(RelataError):

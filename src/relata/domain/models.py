@@ -15,6 +15,7 @@ from relata.domain.vocabulary import (
     ActorKind,
     ClaimNature,
     ContradictionStatus,
+    InvitationState,
     RelationshipType,
     Resolution,
     Role,
@@ -133,6 +134,30 @@ class Member:
     display_name: str
     role: Role
     added_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Invitation:
+    """An invitation to a workspace with a role (``relata.auth.invitations``): only the
+    code's hash and its short public ``prefix`` are stored. It makes nobody a member until a
+    signed-in user accepts it, once, while it is ``pending`` and before ``expires_at``;
+    ``closed_by`` is who accepted, declined or revoked it (None: the CLI)."""
+
+    id: str
+    workspace_id: str
+    role: Role
+    code_hash: str
+    prefix: str
+    created_at: datetime
+    expires_at: datetime
+    created_by: str | None = None
+    state: InvitationState = InvitationState.PENDING
+    closed_at: datetime | None = None
+    closed_by: str | None = None
+
+    def live(self, now: datetime) -> bool:
+        """Whether it can still be accepted or declined at ``now``."""
+        return self.state is InvitationState.PENDING and now < self.expires_at
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,6 +27,7 @@ from relata.domain.models import (
     EntityAlias,
     EntityObservation,
     FoundContradiction,
+    Invitation,
     Item,
     ItemStatus,
     Job,
@@ -49,6 +50,7 @@ from relata.domain.vocabulary import (
     AuditAction,
     AuditTarget,
     ContradictionStatus,
+    InvitationState,
     RelationshipType,
     Resolution,
     Role,
@@ -144,6 +146,45 @@ class ApiTokenRepository(Protocol):
         ...
 
     def mark_used(self, token_id: str, at: datetime) -> None: ...
+
+
+class InvitationRepository(Protocol):
+    """Invitations to workspaces, found by the code's hash only (``relata.auth.invitations``).
+    Each change is one conditional write: a code is accepted, declined or revoked once."""
+
+    def create(self, invitation: Invitation, *, max_live: int) -> None:
+        """``Conflict`` when the workspace already has ``max_live`` invitations pending and
+        unexpired at ``invitation.created_at`` (counted in the same transaction)."""
+        ...
+
+    def get(self, workspace_id: str, invitation_id: str) -> Invitation:
+        """NotFound when missing or in another workspace."""
+        ...
+
+    def get_by_hash(self, code_hash: str) -> Invitation | None: ...
+    def list_live(self, workspace_id: str, now: datetime) -> builtins.list[Invitation]:
+        """The workspace's invitations pending and unexpired at ``now``, oldest first."""
+        ...
+
+    def close(
+        self,
+        workspace_id: str,
+        invitation_id: str,
+        state: InvitationState,
+        *,
+        at: datetime,
+        by: str | None,
+    ) -> bool:
+        """Move a live invitation to a final state (declined, revoked); False when it was
+        not live at ``at`` (nothing written)."""
+        ...
+
+    def accept(self, invitation_id: str, user_id: str, at: datetime) -> Invitation:
+        """In one write transaction: the invitation, live at ``at``, becomes accepted by
+        ``user_id`` and the user a member with its role. NotFound when it is not live;
+        ``Conflict`` (code ``already_member``) when the user is a member already; in both
+        cases nothing is written."""
+        ...
 
 
 class ItemRepository(Protocol):
@@ -744,6 +785,12 @@ class VectorStore(Protocol):
     """
 
     dimensions: int
+
+    def prepare(self) -> None:
+        """Check and create what the store needs before its first vector (pgvector: the
+        extension and the table), raising ``ConfigError`` with the operator's fix; called at
+        start-up by ``relata migrate``, ``serve`` and ``worker``. Idempotent."""
+        ...
 
     def upsert(self, records: Sequence[VectorRecord]) -> None: ...
     def search(

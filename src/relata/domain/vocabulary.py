@@ -131,6 +131,11 @@ class AuditAction(enum.StrEnum):
     MEMBER_ADDED = "member.added"
     MEMBER_CHANGED = "member.changed"
     MEMBER_REMOVED = "member.removed"
+    #: Invitations (docs/decisions/0028-workspace-invitations.md): named by id, never by code.
+    INVITATION_CREATED = "invitation.created"
+    INVITATION_ACCEPTED = "invitation.accepted"
+    INVITATION_DECLINED = "invitation.declined"
+    INVITATION_REVOKED = "invitation.revoked"
     SETTINGS_CHANGED = "settings.changed"
 
 
@@ -176,3 +181,14 @@ class AuditTarget(enum.StrEnum):
     RELATIONSHIP = "relationship"
     USER = "user"
     TOKEN = "token"  # noqa: S105 - a word, not a secret
+    INVITATION = "invitation"
+
+
+class InvitationState(enum.StrEnum):
+    """Where an invitation to a workspace stands (``invitations.state``). Only a ``pending``
+    one before its ``expires_at`` can be accepted or declined; every other state is final."""
+
+    PENDING = "pending"
+    ACCEPTED = "accepted"
+    DECLINED = "declined"
+    REVOKED = "revoked"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import secrets
 import uuid
 
@@ -57,6 +58,28 @@ def pair_key(kind: str, a: str, b: str) -> str:
 def new_token(prefix: str = "rl") -> str:
     """A fresh secret token (256 bits from the CSPRNG). Show it once; store only its hash."""
     return f"{prefix}_{secrets.token_urlsafe(32)}"
+
+
+#: ``<kind>_<8 hex>_<43 url-safe characters>``: the shape of a prefixed secret.
+_PREFIXED = re.compile(r"^([a-z]{2})_([0-9a-f]{8})_[A-Za-z0-9_-]{43}$")
+
+
+def new_prefixed_secret(kind: str) -> tuple[str, str]:
+    """A fresh secret ``<kind>_<prefix>_<256 random bits>`` and its public ``prefix`` (8 hex),
+    the scheme of API tokens (``rl``) and invitation codes (``ri``): show the secret once,
+    store only ``hash_token(secret)`` and the prefix, which tells secrets apart in a list
+    without authenticating anything."""
+    if not re.fullmatch(r"[a-z]{2}", kind):
+        raise ValueError("a secret's kind is two lowercase letters")
+    prefix = secrets.token_hex(4)
+    return f"{kind}_{prefix}_{secrets.token_urlsafe(32)}", prefix
+
+
+def is_prefixed_secret(kind: str, secret: str) -> bool:
+    """Whether ``secret`` has the shape ``new_prefixed_secret(kind)`` gives (checked before
+    any lookup, so a malformed value costs no database read)."""
+    m = _PREFIXED.match(secret)
+    return m is not None and m.group(1) == kind
 
 
 def hash_token(token: str) -> str:

@@ -10,6 +10,9 @@ redirect to the sign-in page (``relata.web.ui.WebUI.error_page``).
 checks its ``csrf_token`` against the session and returns both; a form without its token
 changes nothing (403). A viewer may post only where ``viewer_may_write`` says so (asking,
 their own tokens, signing out).
+
+The sign-in form, posted before there is a session, carries the same kind of token derived
+from the pre-session cookie (``presession``, ``presession_ok``; ``relata.auth.sessions``).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import enum
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from fastapi import Request
+from fastapi import Request, Response
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
 from starlette.exceptions import HTTPException
@@ -29,12 +32,20 @@ from relata.api.deps import (
     Principal,
     container,
     resolve_principal,
+    secure_cookies,
     session_cookie,
 )
-from relata.auth.sessions import csrf_ok, csrf_token_for
+from relata.auth.sessions import (
+    PRESESSION_COOKIE,
+    PRESESSION_MAX_AGE,
+    SECURE_PRESESSION_COOKIE,
+    csrf_ok,
+    csrf_token_for,
+)
 from relata.domain.errors import Forbidden, Unauthenticated, ValidationError
 from relata.domain.models import Membership, User
 from relata.domain.vocabulary import Role
+from relata.ids import new_token
 
 if TYPE_CHECKING:
     from relata.bootstrap import Container
@@ -123,6 +134,50 @@ async def form(
         _page, request, token if isinstance(token, str) else None, viewer_may_write
     )
     return who, data
+
+
+def _presession_cookie(request: Request) -> str | None:
+    value = request.cookies.get(SECURE_PRESESSION_COOKIE) or request.cookies.get(PRESESSION_COOKIE)
+    return value if value and 16 <= len(value) <= 128 else None
+
+
+def presession(request: Request) -> tuple[str, str | None]:
+    """The sign-in form's CSRF token, and the new pre-session cookie to set with the page
+    when the browser holds none yet (``set_presession_cookie``)."""
+    current = _presession_cookie(request)
+    if current is not None:
+        return csrf_token_for(current), None
+    fresh = new_token("rp")
+    return csrf_token_for(fresh), fresh
+
+
+def presession_ok(request: Request, presented: object) -> bool:
+    """Whether a posted sign-in form carries the token of this browser's pre-session cookie
+    (compared in constant time)."""
+    current = _presession_cookie(request)
+    return current is not None and isinstance(presented, str) and csrf_ok(current, presented)
+
+
+def set_presession_cookie(response: Response, request: Request, value: str) -> None:
+    """The pre-session cookie: HttpOnly, SameSite=Strict (no other site's page sends it),
+    for ``PRESESSION_MAX_AGE``; Secure and ``__Host-`` prefixed like the session cookie."""
+    secure = secure_cookies(request, container(request).settings.cookie_secure)
+    response.set_cookie(
+        SECURE_PRESESSION_COOKIE if secure else PRESESSION_COOKIE,
+        value,
+        max_age=int(PRESESSION_MAX_AGE.total_seconds()),
+        path="/",
+        secure=secure,
+        httponly=True,
+        samesite="strict",
+    )
+
+
+def clear_presession_cookie(response: Response) -> None:
+    for name in (PRESESSION_COOKIE, SECURE_PRESESSION_COOKIE):
+        response.delete_cookie(
+            name, path="/", secure=name == SECURE_PRESESSION_COOKIE, httponly=True
+        )
 
 
 async def read_form(

@@ -67,7 +67,6 @@ NOTICES: dict[str, str] = {
     "retried": "Queued again.",
     "reembedding": "Re-embedding has started.",
     "token_revoked": "The token is revoked.",
-    "member_added": "Member added.",
     "member_changed": "Role changed.",
     "member_removed": "Member removed.",
 }

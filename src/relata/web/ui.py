@@ -10,9 +10,13 @@ from urllib.parse import quote
 
 from fastapi import APIRouter, Request
 from starlette.responses import FileResponse, RedirectResponse, Response
+from starlette.types import Scope
 
+from relata.api.limits import BodyKind, BodyLimits, BodyRule, RouteKinds
 from relata.domain.errors import NotFound
 from relata.web import pages
+from relata.web.context import MAX_FORM_FILES
+from relata.web.pages.upload import FILES_FIELD
 from relata.web.templating import render
 
 if TYPE_CHECKING:
@@ -34,6 +38,7 @@ NEXT_STEP = {
     "the page and try again.",
     404: "Check the address: the page may have been deleted, or belong to a workspace you "
     "are not a member of.",
+    408: "The connection was too slow to send it: try again on a faster one.",
     409: "It does not fit the current state (see the message): reload the page and check.",
     413: "The file is larger than this server accepts.",
     415: "Relata reads plain text, Markdown, JSON, PDF and DOCX.",
@@ -54,6 +59,15 @@ class WebUI:
         r.include_router(pages.router)
         r.add_api_route("/static/{name}", static_file, methods=["GET"], name="web_static")
         return r
+
+    @cached_property
+    def _body_kinds(self) -> RouteKinds:
+        kinds = {"web_sign_in_post": BodyKind.SIGN_IN, "web_upload": BodyKind.UPLOAD}
+        return RouteKinds(self.router.routes, kinds, default=BodyKind.FORM)
+
+    def body_rule(self, scope: Scope, limits: BodyLimits) -> BodyRule:
+        """Sign-in, the library's upload form (``MAX_FORM_FILES`` files), else a form."""
+        return limits.rule(self._body_kinds.kind(scope), files=MAX_FORM_FILES, field=FILES_FIELD)
 
     def handles(self, request: Request) -> bool:
         path = request.url.path

@@ -20,6 +20,7 @@ from relata.api.v1 import (
     auth,
     claims,
     entities,
+    invitations,
     items,
     jobs,
     model_status,
@@ -48,6 +49,7 @@ _GROUPS = (
     audit,
     tokens,
     workspaces,
+    invitations,
 )
 for group in _GROUPS:
     router.include_router(group.router, responses=errors(503), dependencies=[Depends(principal)])

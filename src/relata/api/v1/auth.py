@@ -29,7 +29,6 @@ from relata.auth.sessions import csrf_token_for
 from relata.domain.errors import Forbidden, ValidationError
 
 router = APIRouter(prefix="/auth", tags=["auth"])
-MAX_BODY = 4096
 
 
 class SignInIn(BaseModel):
@@ -75,9 +74,7 @@ _SIGN_IN_BODY: dict[str, Any] = {
 
 async def _credentials(request: Request) -> tuple[SignInIn, bool]:
     ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    body = await request.body()
-    if len(body) > MAX_BODY:
-        raise ValidationError("sign-in body too large")
+    body = await request.body()  # at most relata.api.limits.SIGN_IN_MAX_BYTES
     if ctype == "application/x-www-form-urlencoded":
         form = await request.form()
         raw: Any = {k: v for k, v in form.items() if isinstance(v, str)}

@@ -1,11 +1,12 @@
 """The items API: upload (multipart or JSON text), list, read, download the original,
 delete and reprocess.
 
-Uploads are admitted before their body is read (``Overloaded`` -> 503 with Retry-After) and
-read as a stream that stops at ``RELATA_MAX_UPLOAD_BYTES`` plus a small allowance for the
-form fields (``TooLarge`` -> 413). The type comes from the content (``sniff``); the
-filename and Content-Type the client sent are hints only, and the original is served back
-with the media type of the *detected* type, as an attachment.
+Uploads are admitted before their body is read (``Overloaded`` -> 503 with Retry-After); the
+body is bounded by ``relata.api.limits`` as it streams in (``RELATA_MAX_UPLOAD_BYTES`` plus
+room for the form fields, 413 past it), and the file itself by ``RELATA_MAX_UPLOAD_BYTES``.
+The type comes from the content (``sniff``); the filename and Content-Type the client sent
+are hints only, and the original is served back with the media type of the *detected* type,
+as an attachment.
 """
 
 from __future__ import annotations
@@ -42,8 +43,6 @@ from relata.schemas.relationships import related_brief_out
 
 router = APIRouter(tags=["items"])
 
-# Room for the multipart boundaries and the small form fields around the file.
-_FORM_ALLOWANCE = 64 * 1024
 _FORM_FIELDS = frozenset({"file", "title", "metadata", "created_at", "allow_duplicate"})
 _MAX_FIELD_BYTES = 16 * 1024
 
@@ -60,23 +59,6 @@ _ITEM_LINKS = {
     "ReprocessItem": _item_link("/api/v1/items/{item_id}/reprocess", "post"),
     "DeleteItem": _item_link("/api/v1/items/{item_id}", "delete"),
 }
-
-
-def _limited(request: Request, limit: int) -> Request:
-    """The same request, its body stream refusing to go past ``limit`` bytes."""
-    received = 0
-    receive = request.receive
-
-    async def bounded_receive() -> Any:
-        nonlocal received
-        message = await receive()
-        if message.get("type") == "http.request":
-            received += len(message.get("body", b""))
-            if received > limit:
-                raise _too_large(limit - _FORM_ALLOWANCE)
-        return message
-
-    return Request(request.scope, bounded_receive)
 
 
 def _too_large(limit: int) -> TooLarge:
@@ -187,16 +169,11 @@ async def create_item(request: Request, p: PrincipalDep, c: ContainerDep) -> Ite
             "send a file as multipart/form-data or text as application/json",
             field="content-type",
         )
-    limit = service.max_upload_bytes + _FORM_ALLOWANCE
-    declared = request.headers.get("content-length")
-    if declared and declared.isdigit() and int(declared) > limit:
-        raise _too_large(service.max_upload_bytes)
     with service.admit() as slot:
-        bounded = _limited(request, limit)
         if media == "multipart/form-data":
-            ingest = await _from_multipart(bounded, service.max_upload_bytes)
+            ingest = await _from_multipart(request, service.max_upload_bytes)
         else:
-            ingest = await _from_json(bounded)
+            ingest = await _from_json(request)
         item = await run_in_threadpool(slot.ingest, p.workspace_id, ingest, actor=p.actor)
     return item_out(item)
 

@@ -2,12 +2,16 @@
 
 - ``POST /workspaces``: any signed-in user creates a workspace and becomes its owner (a
   viewer too: it changes no workspace they are in). Not with an API token (403): a token
-  acts in its own workspace only; create workspaces signed in, or with the CLI.
+  acts in its own workspace only; create workspaces signed in, or with the CLI. Slugs are
+  global names: a taken one is 409 with one message whoever holds it, naming no one.
 - ``GET /workspaces``: the caller's workspaces with their role (a token: its own).
 - ``/workspaces/{slug}/members``: owners only. The ``{slug}`` names the request's workspace
   (``relata.api.deps``), so a workspace the caller is not a member of is 404 ``not_found``
   exactly like one that does not exist; a member who is not an owner gets 403
   ``forbidden``. The last owner can be neither demoted nor removed (409 ``last_owner``).
+  Members are named by username; one who is not a member here is 404 "not a member of this
+  workspace", whether or not the user exists. Nobody is added by username: people join by
+  invitation (``relata.api.v1.invitations``).
 
 Every change is audited (``relata.auth.members``).
 """
@@ -54,11 +58,6 @@ class MyWorkspaceOut(BaseModel):
         return cls(id=ws.id, slug=ws.slug, name=ws.name, role=role, created_at=ws.created_at)
 
 
-class MemberIn(BaseModel):
-    username: str = Field(min_length=1, max_length=64, description="an existing user's name")
-    role: Role = Field(description="owner, editor (reads and writes) or viewer (reads)")
-
-
 class MemberRoleIn(BaseModel):
     role: Role
 
@@ -87,7 +86,8 @@ def _owner(p: Principal) -> None:
 
 @router.post("", status_code=201, response_model=MyWorkspaceOut, responses=errors(409))
 def create_workspace(body: WorkspaceIn, p: PrincipalDep, c: ContainerDep) -> MyWorkspaceOut:
-    """Create a workspace; the caller is its owner. 409 when the slug is taken."""
+    """Create a workspace; the caller is its owner. 409 when the slug is taken (by anyone:
+    the answer says no more)."""
     if p.kind == "token" or p.user_id is None:
         raise Forbidden("an API token acts in its own workspace; sign in to create workspaces")
     ws = c.members.create_workspace(body.slug, body.name, owner_id=p.user_id, actor=p.actor)
@@ -108,14 +108,6 @@ def list_members(p: PrincipalDep, c: ContainerDep, slug: str = SlugPath) -> list
     """The workspace's members and their roles, by username. Owners only."""
     _owner(p)
     return [MemberOut.of(m) for m in c.members.members(p.workspace_id)]
-
-
-@router.post("/{slug}/members", status_code=201, response_model=MemberOut, responses=errors(409))
-def add_member(body: MemberIn, p: PrincipalDep, c: ContainerDep, slug: str = SlugPath) -> MemberOut:
-    """Add an existing user with a role (404 when no user has that name, 409 when they are
-    a member already). Owners only."""
-    _owner(p)
-    return MemberOut.of(c.members.add(p.workspace_id, body.username, body.role, actor=p.actor))
 
 
 @router.patch("/{slug}/members/{username}", response_model=MemberOut, responses=errors(409))

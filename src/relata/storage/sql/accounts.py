@@ -247,7 +247,7 @@ class SqlUserRepository:
             )
         ).scalar_one_or_none()
         if role is None:
-            raise NotFound("member not found")
+            raise NotFound("not a member of this workspace")
         return Role(role)
 
     @staticmethod

@@ -153,6 +153,25 @@ api_tokens = sa.Table(
     sa.Index(None, "expires_at"),
 )
 
+# Invitations to a workspace (``relata.auth.invitations``): the code's SHA-256 and public
+# prefix, never the code. ``state`` pending until accepted, declined or revoked (once).
+invitations = sa.Table(
+    "invitations",
+    metadata,
+    _id(),
+    _ws(),
+    sa.Column("code_hash", sa.String(64), nullable=False, unique=True),
+    sa.Column("prefix", sa.String(16), nullable=False),
+    sa.Column("role", sa.String(16), nullable=False),
+    sa.Column("state", sa.String(16), nullable=False, server_default="pending"),
+    sa.Column("created_by", sa.String(36), sa.ForeignKey("users.id", ondelete="SET NULL")),
+    _ts("created_at"),
+    _ts("expires_at"),
+    _ts("closed_at", nullable=True),
+    sa.Column("closed_by", sa.String(36), sa.ForeignKey("users.id", ondelete="SET NULL")),
+    sa.Index(None, "workspace_id", "state", "expires_at"),
+)
+
 items = sa.Table(
     "items",
     metadata,

@@ -133,6 +133,11 @@ class QdrantVectorStore:
                 self._client = self._new_client()
             return fn(self._client)
 
+    def prepare(self) -> None:
+        """Nothing checked ahead: the client connects on first use (a server that is down is
+        a transient failure the job queue retries; local mode's folder lock is taken only
+        by the process that stores vectors)."""
+
     def _ensure_collection(self) -> None:
         if self._ready:
             return

@@ -41,10 +41,9 @@ from relata.storage.vectors.validation import (
     SearchFilters,
     check_dimensions,
     check_limit,
-    cosine_similarity_from_distance,
     prepare_batch,
     prepare_search,
-    ranked,
+    ranked_by_distance,
     require_workspace,
     unit_vector,
 )
@@ -221,6 +220,10 @@ class SqliteVecStore:
         """The vec0 table of this store's width."""
         return self._sql.table
 
+    def prepare(self) -> None:
+        """Nothing to check ahead: sqlite-vec is loaded with every connection, and the
+        tables are created in the file by the first call that needs them."""
+
     def _ensure_schema(self) -> None:
         if self._ready:
             return
@@ -346,16 +349,7 @@ class SqliteVecStore:
         statement = sa.text(f"{self._sql.knn}{where} ORDER BY distance")
         with _translated(), self._db.read(shared=False) as conn:
             rows = conn.execute(statement, params).all()
-        return ranked(
-            [
-                VectorHit(
-                    chunk_id=str(r[0]),
-                    item_id=str(r[1]),
-                    score=cosine_similarity_from_distance(r[2]),
-                )
-                for r in rows
-            ]
-        )
+        return ranked_by_distance(rows)
 
     def _partition(self, conn: Connection, workspace_id: str) -> ResidentPartition | None:
         """The workspace's resident copy, brought up to this transaction's snapshot (the

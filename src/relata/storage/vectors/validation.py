@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -201,6 +202,20 @@ def ranked(hits: list[VectorHit]) -> list[VectorHit]:
 
 
 def cosine_similarity_from_distance(distance: float) -> float:
-    """sqlite-vec reports cosine *distance* (1 - similarity)."""
+    """sqlite-vec and pgvector report cosine *distance* (1 - similarity)."""
     score = 1.0 - float(distance)
     return score if math.isfinite(score) else -1.0
+
+
+def ranked_by_distance(rows: Iterable[Sequence[Any]]) -> list[VectorHit]:
+    """``(chunk_id, item_id, cosine distance)`` rows as hits, in ``ranked`` order."""
+    return ranked(
+        [
+            VectorHit(
+                chunk_id=str(r[0]),
+                item_id=str(r[1]),
+                score=cosine_similarity_from_distance(r[2]),
+            )
+            for r in rows
+        ]
+    )

@@ -10,6 +10,7 @@ from relata.web.pages import (
     auth,
     contradictions,
     entities,
+    invitations,
     items,
     jobs,
     library,
@@ -32,6 +33,7 @@ for _area in (
     contradictions,
     jobs,
     settings,
+    invitations,
     audit,
 ):
     router.include_router(_area.router)

@@ -13,9 +13,11 @@ Everything comes from the services the API uses, in the API's shapes:
   workspace, others their own; anyone, a viewer too, creates and revokes their own. The
   secret is shown once, on the page that answers the creating post (rendered, not a
   redirect, never cached); it is in no URL and no log, and no later page has it;
-- members (``c.members``, as ``/api/v1/workspaces/{slug}/members``): owners only. A refused
-  change (the last owner, an unknown username, a member already) is the settings page again
-  with the message beside the members' forms.
+- members (``c.members``, as ``/api/v1/workspaces/{slug}/members``): owners only; they
+  change roles and remove members here, and invite people (``relata.web.pages.invitations``:
+  the link shown once, the pending invitations listed with a Revoke button). Nobody is added
+  by username. A refused change (the last owner, a member already) is the settings page
+  again with the message beside the members' forms.
 """
 
 from __future__ import annotations
@@ -33,9 +35,11 @@ from starlette.responses import RedirectResponse, Response
 
 from relata.api.deps import container
 from relata.api.errors import status_for
+from relata.api.v1.invitations import InvitationOut
 from relata.api.v1.model_status import ModelStatusOut
 from relata.api.v1.tokens import TokenOut
 from relata.api.v1.workspaces import MemberOut
+from relata.auth.invitations import DEFAULT_DAYS, MAX_DAYS
 from relata.domain.errors import Conflict, NotFound, RelataError, ValidationError
 from relata.domain.models import JobStatus
 from relata.domain.vocabulary import Role
@@ -56,11 +60,13 @@ NOTICES.update(
 
 #: Roles in the order the forms offer them.
 ROLES = [Role.VIEWER, Role.EDITOR, Role.OWNER]
+#: The expiries the invite form offers, in days.
+INVITE_DAYS = sorted({1, 3, DEFAULT_DAYS, 14, MAX_DAYS})
 #: Re-embed states in which the page's script keeps polling.
 UNDER_WAY = frozenset({JobStatus.PENDING.value, JobStatus.RUNNING.value})
 
 
-def _role(value: str, name: str) -> Role:
+def role_of(value: str, name: str) -> Role:
     try:
         return Role(value)
     except ValueError:
@@ -73,6 +79,8 @@ def _context(c: Container, who: Page) -> dict[str, Any]:
     status = ModelStatusOut.of(c.model_status.status(who.workspace_id))
     owner = who.role is Role.OWNER
     members = [MemberOut.of(m) for m in c.members.members(who.workspace_id)] if owner else []
+    live = c.invitations.live(who.workspace_id) if owner else []
+    creators = c.invitations.creator_names(live)
     tokens = [
         TokenOut.of(t) for t in c.tokens.list(who.workspace_id, None if owner else who.user.id)
     ]
@@ -90,6 +98,10 @@ def _context(c: Container, who: Page) -> dict[str, Any]:
         "token_roles": [r.value for r in ROLES if who.role.at_least(r)],
         "token_form_once": secrets.token_urlsafe(16),
         "roles": [r.value for r in ROLES],
+        "invitations": [InvitationOut.of(i, creators) for i in live],
+        "invite_days": INVITE_DAYS,
+        "default_days": DEFAULT_DAYS,
+        "invite_form_once": secrets.token_urlsafe(16),
     }
 
 
@@ -121,7 +133,7 @@ def settings(request: Request, who: Annotated[Page, Depends(page)]) -> Response:
     return _render(request, who)
 
 
-async def _refused(
+async def refused(
     request: Request, who: Page, exc: RelataError, section: str, values: dict[str, str]
 ) -> Response:
     """The settings page again with the refusal beside the section's forms (and what was
@@ -167,7 +179,7 @@ _SENT_FORMS_MAX = 10_000
 _SENT_LOCK = threading.Lock()
 
 
-def _first_sending(once: str) -> bool:
+def first_sending(once: str) -> bool:
     """Whether the form with this one-time value is sent for the first time (and remember
     it)."""
     if not once:
@@ -194,8 +206,8 @@ async def create_token(request: Request) -> Response:
     who, data = await form(request, viewer_may_write=True)
     c = container(request)
     values = _token_values(data)
-    if not _first_sending(field(data, "once", max_length=64)):
-        return await _refused(
+    if not first_sending(field(data, "once", max_length=64)):
+        return await refused(
             request,
             who,
             Conflict(
@@ -206,7 +218,7 @@ async def create_token(request: Request) -> Response:
             {},
         )
     try:
-        role = _role(values["token_role"], "role") if values["token_role"] else Role.VIEWER
+        role = role_of(values["token_role"], "role") if values["token_role"] else Role.VIEWER
         expires_at = _expiry(values["token_expires"])
         secret, token = await run_in_threadpool(
             lambda: c.tokens.create(
@@ -220,7 +232,7 @@ async def create_token(request: Request) -> Response:
             )
         )
     except (ValidationError, NotFound) as exc:
-        return await _refused(request, who, exc, "tokens", values)
+        return await refused(request, who, exc, "tokens", values)
     # Rendered here, never redirected to: the secret is in no URL, and the page is no-store.
     return render(
         request,
@@ -248,7 +260,8 @@ async def revoke_token(request: Request, token_id: str) -> Response:
 
 
 # ---------------------------------------------------------------- members
-def _owner(who: Page) -> None:
+def owner_of(who: Page) -> None:
+    """Forbidden unless ``who`` is an owner of the page's workspace."""
     who.principal.require(Role.OWNER, "manage the workspace's members")
 
 
@@ -256,53 +269,30 @@ def _members_done(who: Page, code: str) -> Response:
     return RedirectResponse(f"{who.url('settings')}?done={code}#members", status_code=303)
 
 
-@router.post("/w/{slug}/settings/members", name="web_settings_member_add")
-async def add_member(request: Request) -> Response:
-    who, data = await form(request)
-    _owner(who)
-    c = container(request)
-    values = {
-        "member_username": field(data, "username", max_length=200),
-        "member_role": field(data, "role", max_length=16),
-    }
-    try:
-        if not values["member_username"]:
-            raise ValidationError("username is required", field="username")
-        role = _role(values["member_role"], "role")
-        await run_in_threadpool(
-            lambda: c.members.add(
-                who.workspace_id, values["member_username"], role, actor=who.principal.actor
-            )
-        )
-    except (ValidationError, NotFound, Conflict) as exc:
-        return await _refused(request, who, exc, "members", values)
-    return _members_done(who, "member_added")
-
-
 @router.post("/w/{slug}/settings/members/{username}/role", name="web_settings_member_role")
 async def change_member(request: Request, username: str) -> Response:
     who, data = await form(request)
-    _owner(who)
+    owner_of(who)
     c = container(request)
     try:
-        role = _role(field(data, "role", max_length=16), "role")
+        role = role_of(field(data, "role", max_length=16), "role")
         await run_in_threadpool(
             lambda: c.members.set_role(who.workspace_id, username, role, actor=who.principal.actor)
         )
     except (ValidationError, NotFound, Conflict) as exc:
-        return await _refused(request, who, exc, "members", {})
+        return await refused(request, who, exc, "members", {})
     return _members_done(who, "member_changed")
 
 
 @router.post("/w/{slug}/settings/members/{username}/remove", name="web_settings_member_remove")
 async def remove_member(request: Request, username: str) -> Response:
     who, _ = await form(request)
-    _owner(who)
+    owner_of(who)
     c = container(request)
     try:
         await run_in_threadpool(
             lambda: c.members.remove(who.workspace_id, username, actor=who.principal.actor)
         )
     except (ValidationError, NotFound, Conflict) as exc:
-        return await _refused(request, who, exc, "members", {})
+        return await refused(request, who, exc, "members", {})
     return _members_done(who, "member_removed")

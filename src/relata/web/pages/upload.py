@@ -1,9 +1,9 @@
 """Uploading several files from the library without JavaScript: ``POST /w/{slug}/library/upload``.
 
-The body is bounded before it is read, as ``POST /api/v1/items`` bounds its own: a declared
-Content-Length over the bound is refused at once, and otherwise the stream stops at the bound
-(413, the page naming the limit). The bound is ``MAX_FORM_FILES`` files of
-``RELATA_MAX_UPLOAD_BYTES`` each plus room for the form's boundaries and fields.
+The body is bounded as it streams in, as every request's is (``relata.api.limits``, through
+``relata.web.ui.WebUI.body_rule``): ``MAX_FORM_FILES`` files of ``RELATA_MAX_UPLOAD_BYTES``
+each plus room for the form's boundaries and fields; a declared Content-Length over it is
+refused at once, and otherwise the stream stops at it (413, the page naming the limit).
 
 Who posts is checked before the body is read (signed in, and an editor of the workspace), so
 nobody else can make the server spool a large body; the form's CSRF token is in the body, so
@@ -35,7 +35,6 @@ from relata.domain.errors import (
     DuplicateItem,
     Forbidden,
     NotFound,
-    TooLarge,
     Unauthenticated,
     Unavailable,
     ValidationError,
@@ -48,8 +47,6 @@ from relata.web.templating import render
 
 router = APIRouter()
 
-#: Room for the multipart boundaries, part headers and the CSRF field around the files.
-FORM_ALLOWANCE = 64 * 1024
 #: The form field the file picker posts.
 FILES_FIELD = "files"
 
@@ -64,36 +61,6 @@ class Outcome:
     item_id: str | None = None
     title: str | None = None
     status: str | None = None
-
-
-def body_limit(max_upload_bytes: int) -> int:
-    """The most bytes an upload post may carry."""
-    return MAX_FORM_FILES * max_upload_bytes + FORM_ALLOWANCE
-
-
-def _over(limit: int, max_upload_bytes: int) -> TooLarge:
-    return TooLarge(
-        f"the upload is over the limit of {limit} bytes: at most {MAX_FORM_FILES} files of "
-        f"{max_upload_bytes} bytes each (RELATA_MAX_UPLOAD_BYTES) in one post",
-        field=FILES_FIELD,
-    )
-
-
-def _bounded(request: Request, limit: int, max_upload_bytes: int) -> Request:
-    """The same request, its body stream refusing to go past ``limit`` bytes."""
-    received = 0
-    receive = request.receive
-
-    async def bounded_receive() -> Any:
-        nonlocal received
-        message = await receive()
-        if message.get("type") == "http.request":
-            received += len(message.get("body", b""))
-            if received > limit:
-                raise _over(limit, max_upload_bytes)
-        return message
-
-    return Request(request.scope, bounded_receive)
 
 
 def _may_upload(request: Request) -> None:
@@ -171,13 +138,9 @@ async def upload(request: Request, slug: str) -> Response:
     c = container(request)
     service = c.ingest
     max_bytes = service.max_upload_bytes
-    limit = body_limit(max_bytes)
     await run_in_threadpool(_may_upload, request)
-    declared = request.headers.get("content-length")
-    if declared and declared.isdigit() and int(declared) > limit:
-        raise _over(limit, max_bytes)
     with service.admit() as slot:
-        who, data = await form(_bounded(request, limit, max_bytes), max_files=MAX_FORM_FILES)
+        who, data = await form(request, max_files=MAX_FORM_FILES)
         try:
             files = _files(data.getlist(FILES_FIELD))
             outcomes = [await _ingest_one(who, slot, f, max_bytes) for f in files]
