@@ -39,6 +39,7 @@ from relata.domain.ports import (
     ItemRepository,
     JobRepository,
     ModelVersionRepository,
+    PasswordHasher,
     ProcessingRunRepository,
     RelationshipRepository,
     SessionRepository,
@@ -246,9 +247,11 @@ def build(
     clock: Clock | None = None,
     embedder: Embedder | None = None,
     stage_order: Sequence[str] | None = None,
+    password_hasher: PasswordHasher | None = None,
 ) -> Container:
-    """Everything, from ``settings``; ``embedder`` replaces the configured one and
-    ``stage_order`` declares another pipeline order (tests that add a stage)."""
+    """Everything, from ``settings``; ``embedder`` replaces the configured one,
+    ``stage_order`` declares another pipeline order (tests that add a stage) and
+    ``password_hasher`` replaces Argon2id at production cost (tests pass a cheaper one)."""
     clock = clock or SystemClock()
     single_threaded_blas()
     settings.data_path.mkdir(parents=True, exist_ok=True)
@@ -344,7 +347,7 @@ def build(
         contradictions=repos.contradictions,
         relationships=repos.relationships,
     )
-    accounts = _build_accounts(settings, clock, repos, audit)
+    accounts = _build_accounts(settings, clock, repos, audit, password_hasher)
     return Container(
         settings=settings,
         clock=clock,
@@ -417,7 +420,11 @@ def _build_oidc(
 
 
 def _build_accounts(
-    settings: Settings, clock: Clock, repos: Repositories, audit: AuditService
+    settings: Settings,
+    clock: Clock,
+    repos: Repositories,
+    audit: AuditService,
+    hasher: PasswordHasher | None,
 ) -> AccountService:
     sessions = SessionService(
         repos.sessions,
@@ -443,6 +450,7 @@ def _build_accounts(
         audit=audit,
         concurrency=settings.password_concurrency,
         address_limiter=address_limiter,
+        hasher=hasher,
     )
 
 

@@ -25,7 +25,8 @@ from relata.seed import demo_documents
 from tests.browser.checks import check_page
 from tests.browser.server import ADMIN, PASSWORD, WORKSPACE, Server
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+# One worker under pytest-xdist: one Chromium and one `relata serve` for the session.
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("browser")]
 
 
 def test_sign_in_through_the_form_lands_on_the_library(page: Page, relata_server: Server) -> None:

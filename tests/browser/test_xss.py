@@ -24,7 +24,8 @@ from tests.browser.checks import check_page
 from tests.browser.server import Server, sign_in
 from tests.support.xss import XSS, XSS_TEXT
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+# One worker under pytest-xdist: one Chromium and one `relata serve` for the session.
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("browser")]
 
 READY_TIMEOUT = 120.0
 # Named in every document, so the entity pages list all of them.

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from relata.auth.passwords import is_argon2id, verify_password
+from relata.auth.passwords import PRODUCTION_COST, Argon2Hasher, is_argon2id
 from relata.bootstrap import build
 from relata.config.settings import Settings
 from relata.storage.sql import migrate
@@ -74,8 +74,10 @@ def test_createadmin_stores_an_argon2id_hash(env: dict[str, str]) -> None:
         c.close()
     assert user.is_admin
     assert user.password_hash and is_argon2id(user.password_hash)
-    assert verify_password(user.password_hash, password)
-    assert not verify_password(user.password_hash, "wrong password!!")
+    cost = PRODUCTION_COST  # the command line hashes at production cost, never the tests' own
+    assert f"$m={cost.memory_kib},t={cost.time_cost},p={cost.parallelism}$" in user.password_hash
+    assert Argon2Hasher().verify(user.password_hash, password)
+    assert not Argon2Hasher().verify(user.password_hash, "wrong password!!")
 
 
 def test_createadmin_refuses_a_short_password(env: dict[str, str]) -> None:

@@ -1,4 +1,4 @@
-"""POST /api/v1/answers over HTTP (TestClient against the real app, SQLite and PostgreSQL), with
+"""POST /api/v1/answers over HTTP (TestClient against the real app, SQLite), with
 no model and against a real local OpenAI-compatible server (tests.support.fake_provider).
 
 What is checked: the sources always come back; no model means ``unavailable`` with the reason
@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -31,6 +30,7 @@ from relata.providers.retry import RetryPolicy
 from tests.support.api import api_client
 from tests.support.fake_provider import FakeProvider, Reply
 from tests.support.ingest import built, drain, workspace_id
+from tests.support.llama import HANG_GUARD_SECONDS
 
 CHAT = "/v1/chat/completions"
 QUESTION = "What is at Halloran Sound?"
@@ -400,8 +400,8 @@ def test_nothing_of_the_question_sources_or_answer_is_logged(
 # ---------------------------------------------------------------- transport failures
 # The storage dialect plays no part in how a provider failure is reported: SQLite only.
 @pytest.fixture
-def sqlite_settings(tmp_path: Path) -> Settings:
-    return Settings(data_dir=str(tmp_path / "data"), database_url=f"sqlite:///{tmp_path}/r.db")
+def sqlite_settings(settings: Settings) -> Settings:
+    return settings
 
 
 @pytest.fixture
@@ -527,7 +527,7 @@ def test_a_real_model_answer_gets_a_verdict_for_every_sentence(
         "ai_provider": "openai",
         "ai_model": "smollm2-135m",
         "openai_base_url": llama_base_url,
-        "ai_timeout": 120.0,
+        "ai_timeout": HANG_GUARD_SECONDS,
         "ai_max_tokens": 160,
     }
     with built(sqlite_settings, embedding_provider="none") as plain:

@@ -20,20 +20,23 @@ from relata.domain.errors import Busy, ConfigError
 from relata.storage.sql.engine import Database
 from relata.storage.sql.errors import BUSY_RETRY_AFTER
 from tests.support.api import api_client
+from tests.support.databases import Templates
 from tests.support.ingest import built
 
 TEXT = {"text": "Tide tables for the harbour.", "title": "Tides"}
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def locked_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """The database URL with a short wait for locks: 0.2 s either way."""
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'relata.db'}?timeout=0.2"
-    url = sa.make_url(request.getfixturevalue("postgres_url"))
-    return url.update_query_dict({"options": "-c lock_timeout=200"}).render_as_string(
-        hide_password=False
-    )
+def locked_url(
+    request: pytest.FixtureRequest, tmp_path: Path, templates: Templates
+) -> Iterator[str]:
+    """A migrated database's URL with a short wait for locks: 0.2 s either way."""
+    with templates.database(request.param, tmp_path) as migrated:
+        url = sa.make_url(migrated)
+        wait = (
+            {"timeout": "0.2"} if request.param == "sqlite" else {"options": "-c lock_timeout=200"}
+        )
+        yield url.update_query_dict(wait).render_as_string(hide_password=False)
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ the closed vocabularies and formats the API enforces."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,12 +18,6 @@ from tests.support.api import api_client
 from tests.support.ingest import built
 
 ERROR_REF = "#/components/schemas/ErrorOut"
-
-
-@pytest.fixture
-def database_url(tmp_path: Path) -> str:
-    """SQLite only: what is tested here does not depend on the database."""
-    return f"sqlite:///{tmp_path / 'relata.db'}"
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from html.parser import HTMLParser
-from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
@@ -15,12 +14,6 @@ from relata.api.middleware import CSP
 from relata.config.settings import Settings
 from tests.support.api import api_client
 from tests.support.ingest import built
-
-
-@pytest.fixture
-def database_url(tmp_path: Path) -> str:
-    """SQLite only: what is tested here does not depend on the database."""
-    return f"sqlite:///{tmp_path / 'relata.db'}"
 
 
 @pytest.fixture

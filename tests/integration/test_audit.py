@@ -39,6 +39,8 @@ from tests.support.fake_embedder import FakeEmbedder
 from tests.support.ingest import built, drain, workspace_id
 from tests.support.relationships import MINUTES, PRESS, SURVEY
 
+pytestmark = pytest.mark.both_dialects
+
 MEETING = (
     "Dr. Ines Vaughan of the Meridian Tidal Institute (MTI) met Kestrel Marine Systems in "
     "Port Halloran. Vaughan said the MTI survey would go on."

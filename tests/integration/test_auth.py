@@ -1,13 +1,14 @@
-"""People and access on SQLite and PostgreSQL: sessions (idle and absolute expiry on the
-manual clock, rotation, revocation at sign-out and password change), CSRF, sign-in rate
-limiting and indistinguishable failures, API tokens (never stored or logged, revoked at once,
-bound to their workspace), host and origin checks, viewers' writes, and 401 on every route
-that is not public."""
+"""People and access on SQLite (the session and token storage on PostgreSQL too): sessions (idle
+and absolute expiry on the manual clock, rotation, revocation at sign-out and password change),
+CSRF, sign-in rate limiting and indistinguishable failures, API tokens (never stored or logged,
+revoked at once, bound to their workspace), host and origin checks, viewers' writes, and 401 on
+every route that is not public."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 import sqlalchemy as sa
@@ -15,13 +16,16 @@ from fastapi.testclient import TestClient
 
 from relata.api.app import create_app
 from relata.auth.accounts import ADDRESS_FACTOR
+from relata.auth.passwords import PRODUCTION_COST, Argon2Hasher
 from relata.bootstrap import Container, build
 from relata.config.settings import Settings
 from relata.domain.clock import ManualClock
+from relata.domain.ports import PasswordHasher
 from relata.domain.vocabulary import AuditAction, Role
 from relata.ingest.service import IngestRequest
 from relata.storage.sql import migrate
 from tests.support.api import PASSWORD, anonymous_client, api_client, make_user
+from tests.support.passwords import TEST_HASHER
 
 HOUR = 3600.0
 DAY = 24 * HOUR
@@ -32,10 +36,14 @@ def clock() -> ManualClock:
     return ManualClock()
 
 
-@pytest.fixture
-def c(settings: Settings, clock: ManualClock) -> Iterator[Container]:
+@contextmanager
+def _built(
+    settings: Settings, clock: ManualClock, hasher: PasswordHasher = TEST_HASHER
+) -> Iterator[Container]:
     container = build(
-        settings.replace(embedding_provider="none", login_max_failures=3), clock=clock
+        settings.replace(embedding_provider="none", login_max_failures=3),
+        clock=clock,
+        password_hasher=hasher,
     )
     migrate.upgrade(container.db)
     container.workspaces.ensure(settings.default_workspace)
@@ -43,6 +51,24 @@ def c(settings: Settings, clock: ManualClock) -> Iterator[Container]:
         yield container
     finally:
         container.close()
+
+
+@pytest.fixture
+def c(settings: Settings, clock: ManualClock) -> Iterator[Container]:
+    with _built(settings, clock) as container:
+        yield container
+
+
+class RecordingHasher(Argon2Hasher):
+    """Production's Argon2id, noting the parameters of every hash it verifies against."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.verified: list[str] = []
+
+    def verify(self, stored_hash: str, password: str) -> bool:
+        self.verified.append(stored_hash.split("$")[3])  # $argon2id$v=19$m=...,t=...,p=...$
+        return super().verify(stored_hash, password)
 
 
 def _client(c: Container) -> TestClient:
@@ -98,6 +124,7 @@ def test_a_form_sign_in_redirects_home(c: Container) -> None:
         assert client.get("/api/v1/auth/me").status_code == 200
 
 
+@pytest.mark.both_dialects
 def test_a_session_ends_after_the_idle_time_and_use_moves_it_on(
     c: Container, clock: ManualClock
 ) -> None:
@@ -113,6 +140,7 @@ def test_a_session_ends_after_the_idle_time_and_use_moves_it_on(
         assert r.headers["www-authenticate"].startswith("Bearer")
 
 
+@pytest.mark.both_dialects
 def test_a_session_ends_at_its_absolute_expiry_however_used(
     c: Container, clock: ManualClock
 ) -> None:
@@ -126,6 +154,7 @@ def test_a_session_ends_at_its_absolute_expiry_however_used(
         assert client.get("/api/v1/auth/me").status_code == 401
 
 
+@pytest.mark.both_dialects
 def test_sign_in_rotates_the_token_and_never_promotes_a_planted_one(c: Container) -> None:
     make_user(c, username="ada")
     creds = {"username": "ada", "password": PASSWORD}
@@ -141,6 +170,7 @@ def test_sign_in_rotates_the_token_and_never_promotes_a_planted_one(c: Container
         assert other.get("/api/v1/auth/me").status_code == 200  # both sessions live on
 
 
+@pytest.mark.both_dialects
 def test_sign_out_revokes_the_session_at_once(c: Container) -> None:
     make_user(c, username="ada")
     with _client(c) as client:
@@ -156,6 +186,7 @@ def test_sign_out_revokes_the_session_at_once(c: Container) -> None:
     assert len(events) == 1
 
 
+@pytest.mark.both_dialects
 def test_a_password_change_ends_every_session_of_the_user(c: Container) -> None:
     user = make_user(c, username="ada")
     with _client(c) as one, _client(c) as two:
@@ -167,6 +198,7 @@ def test_a_password_change_ends_every_session_of_the_user(c: Container) -> None:
         _sign_in(one, "ada", "a brand new password!")
 
 
+@pytest.mark.both_dialects
 def test_expired_sessions_are_purged(c: Container, clock: ManualClock) -> None:
     make_user(c, username="ada")
     with _client(c) as client:
@@ -206,19 +238,29 @@ def test_bearer_requests_need_no_csrf_token(c: Container) -> None:
 
 
 # ---------------------------------------------------------------- sign-in failures
-def test_unknown_user_and_wrong_password_get_the_same_answer(c: Container) -> None:
-    make_user(c, username="ada")
-    with _client(c) as client:
+def test_unknown_user_and_wrong_password_get_the_same_answer_at_the_same_cost(
+    settings: Settings, clock: ManualClock
+) -> None:
+    """The same response, and one Argon2id verification at production cost for each: an
+    unknown user is checked against a dummy hash with the real hashes' parameters."""
+    hasher = RecordingHasher()
+    with _built(settings, clock, hasher) as c, _client(c) as client:
+        make_user(c, username="ada")
         answers = []
         for username, password in (("ada", "not the password at all"), ("nobody", PASSWORD)):
+            before = len(hasher.verified)
             r = client.post(
                 "/api/v1/auth/sign-in", json={"username": username, "password": password}
             )
             err = r.json()["error"]
             answers.append((r.status_code, err["code"], err["message"], sorted(err)))
             assert "set-cookie" not in r.headers
+            assert len(hasher.verified) == before + 1
         assert answers[0] == answers[1]
         assert answers[0][0] == 401
+        cost = PRODUCTION_COST
+        production = f"m={cost.memory_kib},t={cost.time_cost},p={cost.parallelism}"
+        assert hasher.verified == [production, production]
 
 
 def test_rate_limiting_engages_after_the_failures_and_releases_after_the_window(
@@ -287,6 +329,7 @@ def test_a_token_secret_is_never_stored_nor_logged(
     assert secret not in caplog.text
 
 
+@pytest.mark.both_dialects
 def test_a_revoked_token_is_refused_at_once(c: Container) -> None:
     with api_client(c) as client:
         made = client.post("/api/v1/tokens", json={"name": "short-lived"}).json()
@@ -299,6 +342,7 @@ def test_a_revoked_token_is_refused_at_once(c: Container) -> None:
     assert len(c.audit.list(ws, action=AuditAction.TOKEN_REVOKED)) == 1
 
 
+@pytest.mark.both_dialects
 def test_an_expired_token_is_refused(c: Container, clock: ManualClock) -> None:
     with api_client(c) as client:
         until = (clock.now().replace(microsecond=0)).isoformat().replace("+00:00", "Z")
@@ -321,6 +365,7 @@ def test_a_token_cannot_be_minted_above_its_creators_role(c: Container) -> None:
         assert r.status_code == 403
 
 
+@pytest.mark.both_dialects
 def test_a_token_of_workspace_a_cannot_reach_b(c: Container) -> None:
     b, _ = c.workspaces.ensure("b")
     theirs = c.ingest.ingest(b.id, IngestRequest(text="B's private note.", title="Theirs"))

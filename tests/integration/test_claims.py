@@ -10,7 +10,6 @@ import dataclasses
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,7 +29,10 @@ from relata.seed import demo_documents
 from relata.storage.sql.tables import contradictions
 from relata.storage.sql.unit_of_work import SqlUnitOfWork
 from tests.support.api import api_client
+from tests.support.databases import ON_POSTGRESQL
 from tests.support.ingest import built, drain, workspace_id
+
+pytestmark = pytest.mark.both_dialects
 
 
 @pytest.fixture
@@ -314,19 +316,11 @@ def test_a_claims_write_replaced_meanwhile_is_compared_as_it_is_now(c: Container
     assert c.claims.contradictions(ws) == []
 
 
-@pytest.fixture
-def pg(tmp_path: Path, postgres_url: str) -> Iterator[Container]:
-    pg_settings = Settings(data_dir=str(tmp_path / "data"), database_url=postgres_url)
-    with built(pg_settings, embedding_provider="none") as container:
-        yield container
-
-
-@pytest.mark.postgres
-def test_claims_writes_of_a_workspace_are_ordered_on_postgres(pg: Container) -> None:
+@ON_POSTGRESQL
+def test_claims_writes_of_a_workspace_are_ordered_on_postgres(c: Container) -> None:
     """On PostgreSQL two writes run at once: the second waits on the workspace's claims
     write row and then sees the first's claims, so it cannot miss them (SQLite's BEGIN
     IMMEDIATE orders every writer already)."""
-    c = pg
     ws = workspace_id(c)
     _seed(c, ws)
     planted = _planted(c, ws)

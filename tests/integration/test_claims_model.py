@@ -1,4 +1,4 @@
-"""The claims stage's model paths over a real pipeline (real SQLite/PostgreSQL, a real HTTP
+"""The claims stage's model paths over a real pipeline (real SQLite, a real HTTP
 provider on 127.0.0.1): the model's claims are validated (unknown nature, degenerate
 statement, unknown subject, an unlocatable quotation: discarded and counted, in the run's
 details and on the metric) and merged with the deterministic ones, each stored quotation the
@@ -24,6 +24,7 @@ from relata.domain.models import ItemStatus, ProcessingRun
 from relata.ingest.service import IngestRequest
 from tests.support.fake_provider import FakeProvider
 from tests.support.ingest import built, drain, workspace_id
+from tests.support.llama import HANG_GUARD_SECONDS
 
 RELEASE = (
     "Press release",
@@ -277,7 +278,11 @@ def test_a_model_server_that_is_down_leaves_the_deterministic_claims(
 def test_the_real_tiny_model_is_validated_counted_and_never_fails_the_item(
     settings: Settings, llama_base_url: str
 ) -> None:
-    changes = {**_model(llama_base_url, "smollm2-135m"), "ai_timeout": 120.0, "ai_max_tokens": 256}
+    changes = {
+        **_model(llama_base_url, "smollm2-135m"),
+        "ai_timeout": HANG_GUARD_SECONDS,
+        "ai_max_tokens": 256,
+    }
     with built(settings, **changes) as c:
         assert c.analysis.enabled
         ids = _ingest(c, RELEASE, MINUTES)

@@ -12,10 +12,14 @@ from pathlib import Path
 import pytest
 
 from relata.cli.main import build_parser, main
+from tests.support.databases import ON_POSTGRESQL
 
 ROOT = Path(__file__).resolve().parents[2]
 TOUR_FILE = str(ROOT / "src" / "relata" / "seed" / "tour" / "sb-04-maintenance-log.md")
 SOME_ID = "0d3a5c1e-1111-4c53-9a3c-7d8a1e0b2c44"
+
+# ``database_url`` is an empty database here: the ``unmigrated`` fixture's.
+pytestmark = pytest.mark.empty_database
 
 # Commands that read: they must never create a database.
 READING = {
@@ -123,6 +127,15 @@ def test_a_reading_command_on_an_unmigrated_database_says_to_migrate(
     line = _one_line(err)
     assert out == ""
     assert "has no schema yet: run `relata migrate`" in line
+
+
+@ON_POSTGRESQL
+def test_an_unmigrated_postgresql_database_says_to_migrate(
+    unmigrated: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The schema check reads Alembic's revision the same way on both dialects: every reading
+    command on SQLite above, one on PostgreSQL here."""
+    test_a_reading_command_on_an_unmigrated_database_says_to_migrate("items", unmigrated, capsys)
 
 
 @pytest.mark.parametrize("name", sorted(WRITING))

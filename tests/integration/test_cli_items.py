@@ -1,5 +1,5 @@
 """``relata items``, ``item``, ``delete``, ``jobs`` and ``ingest`` on what went wrong: items listed
-by status (on real SQLite and PostgreSQL), one item's runs and error, deletion with
+by status (on real SQLite), one item's runs and error, deletion with
 confirmation, the item a failed job worked on, and failed items named by path."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""``relata workspaces create|list`` and ``relata members list|add|role|remove`` on SQLite
-and PostgreSQL: the administrator's command line follows the API's rules (a taken slug is
-refused, the last owner stays, unknown users are named) and every change is audited as cli."""
+"""``relata workspaces create|list`` and ``relata members list|add|role|remove`` on SQLite: the
+administrator's command line follows the API's rules (a taken slug is refused, the last owner
+stays, unknown users are named) and every change is audited as cli."""
 
 from __future__ import annotations
 

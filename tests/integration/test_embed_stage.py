@@ -1,4 +1,4 @@
-"""The ``embed_item`` stage on real SQLite and PostgreSQL (with the embedded vector store):
+"""The ``embed_item`` stage on real SQLite (with the embedded vector store):
 one vector per chunk stamped with its model, ``ready`` only after the last stage, provider
 ``none`` recorded as skipped, another width refused with nothing written, idempotent runs."""
 

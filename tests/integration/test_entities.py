@@ -21,6 +21,8 @@ from relata.search.service import SearchQuery
 from relata.seed import demo_documents
 from tests.support.ingest import built, drain, workspace_id
 
+pytestmark = pytest.mark.both_dialects
+
 ROOT = Path(__file__).resolve().parents[2]
 NO_MODEL = {"embedding_provider": "none"}
 

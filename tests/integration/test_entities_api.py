@@ -15,6 +15,8 @@ from relata.ingest.service import IngestRequest
 from tests.support.api import api_client
 from tests.support.ingest import built, drain, workspace_id
 
+pytestmark = pytest.mark.both_dialects
+
 TEXT = (
     "Dr. Ines Vaughan of the Meridian Tidal Institute (MTI) met Kestrel Marine Systems in "
     "Port Halloran. Vaughan said the MTI survey would go on."

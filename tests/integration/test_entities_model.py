@@ -13,6 +13,7 @@ from relata.config.settings import Settings
 from relata.domain.models import ItemStatus
 from relata.ingest.service import IngestRequest
 from tests.support.ingest import built, drain, workspace_id
+from tests.support.llama import HANG_GUARD_SECONDS
 
 pytestmark = pytest.mark.slow
 
@@ -28,7 +29,7 @@ def _model(base_url: str) -> dict[str, object]:
         "ai_provider": "openai",
         "openai_base_url": base_url,
         "ai_model": "smollm2-135m",
-        "ai_timeout": 120.0,
+        "ai_timeout": HANG_GUARD_SECONDS,
         "ai_max_tokens": 256,
     }
 

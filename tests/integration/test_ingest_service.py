@@ -1,4 +1,4 @@
-"""The ingest service and the parse/chunk stages on real SQLite and PostgreSQL: safe stored
+"""The ingest service and the parse/chunk stages on real SQLite: safe stored
 paths, duplicates under concurrency, one generation of chunks, deletion, failures."""
 
 from __future__ import annotations

@@ -33,6 +33,8 @@ from relata.workspaces import private_slug
 from tests.support.api import make_token
 from tests.support.people import Person, error_of, join
 
+pytestmark = pytest.mark.both_dialects
+
 START = datetime(2027, 3, 1, 9, 0, tzinfo=UTC)
 CODE = re.compile(r"ri_([0-9a-f]{8})_[A-Za-z0-9_-]{43}")
 

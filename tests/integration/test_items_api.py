@@ -1,4 +1,4 @@
-"""The items API over HTTP (TestClient against the real app, SQLite and PostgreSQL): uploads
+"""The items API over HTTP (TestClient against the real app, SQLite): uploads
 of every type processed into chunks, the original served safely, and every rejection with
 its status and the field it names."""
 

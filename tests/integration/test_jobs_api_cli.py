@@ -126,6 +126,7 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+@pytest.mark.slow  # real processes
 @pytest.mark.parametrize("command", ["worker", "serve"])
 def test_worker_and_serve_run_jobs_and_drain_on_sigterm(
     sqlite_jc: Container, tmp_path: Path, command: str

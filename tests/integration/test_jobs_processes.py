@@ -37,6 +37,9 @@ from tests.support.jobs import (
     wait_for,
 )
 
+# slow: real worker processes (make test-fast leaves them out).
+pytestmark = [pytest.mark.both_dialects, pytest.mark.slow]
+
 ROOT = Path(__file__).resolve().parents[2]
 JOBS = 200
 

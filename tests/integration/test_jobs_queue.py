@@ -16,6 +16,8 @@ from relata.observability.context import correlation
 from relata.storage.sql.jobs import SUPERSEDED
 from tests.support.jobs import LEASE_SECONDS, build_jobs_container, later_clock
 
+pytestmark = pytest.mark.both_dialects
+
 
 @pytest.fixture
 def clock() -> ManualClock:

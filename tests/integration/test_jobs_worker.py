@@ -35,6 +35,8 @@ from tests.support.jobs import (
     wait_for,
 )
 
+pytestmark = pytest.mark.both_dialects
+
 SEED = 7
 
 

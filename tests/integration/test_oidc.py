@@ -1,6 +1,6 @@
 """Federated sign-in against a real OpenID provider (panva's oidc-provider under Node,
-tests/support/oidc.py), on SQLite and PostgreSQL: the app's TestClient is the browser on
-Relata's side, httpx the browser at the provider.
+tests/support/oidc.py), on SQLite (provisioning, replay and the races on PostgreSQL too): the
+app's TestClient is the browser on Relata's side, httpx the browser at the provider.
 
 Sign-in works end to end and provisions one user with a private workspace, which is all they
 see; a tampered state, a missing or forged flow cookie, another attempt's nonce, a replayed
@@ -37,6 +37,8 @@ from tests.support.oidc import KEY_ID, OidcProvider, serve_oidc_provider, sign_i
 
 BASE_URL = "http://localhost"
 REDIRECT_URI = f"{BASE_URL}/api/v1/auth/oidc/callback"
+# One worker under pytest-xdist: one provider (a Node process) for the module.
+pytestmark = pytest.mark.xdist_group("oidc")
 
 
 @pytest.fixture(scope="module")
@@ -91,6 +93,7 @@ def sign_in(client: TestClient, login: str) -> dict[str, str]:
     return sign_in_at_provider(start(client), login, REDIRECT_URI)
 
 
+@pytest.mark.both_dialects
 def test_sign_in_works_end_to_end(c: Container, op: OidcProvider) -> None:
     workspaces_before = {w.id for w in c.repos.workspaces.list()}
     with browser(c) as client:
@@ -190,6 +193,7 @@ def test_another_attempts_nonce_is_refused(c: Container, oidc: OidcService) -> N
         assert "ID token" in r.json()["error"]["message"]
 
 
+@pytest.mark.both_dialects
 def test_a_replayed_callback_is_refused(c: Container) -> None:
     with browser(c) as client:
         query = sign_in(client, "alice")
@@ -270,6 +274,7 @@ def test_a_real_id_token_is_refused_for_another_issuer_or_signer(
     assert federated(c) == []
 
 
+@pytest.mark.both_dialects
 def test_two_concurrent_first_sign_ins_give_one_user_and_one_workspace(c: Container) -> None:
     before = len(c.repos.workspaces.list())
     clients = [browser(c) for _ in range(2)]
@@ -296,6 +301,7 @@ def test_two_concurrent_first_sign_ins_give_one_user_and_one_workspace(c: Contai
     assert [m.role.value for m in c.accounts.memberships(user.id)] == ["owner"]
 
 
+@pytest.mark.both_dialects
 def test_racing_provisions_converge_on_the_index(c: Container, oidc: OidcService) -> None:
     """More first sign-ins than the request test, straight at the service: every caller
     gets the one user, exactly one of them created it."""

@@ -1,4 +1,4 @@
-"""The pipeline's one stage runner, on real SQLite and PostgreSQL, with a stage added in the
+"""The pipeline's one stage runner, on real SQLite, with a stage added in the
 test (one class in tests/support/pipeline_stages.py, one entry in a declared order): runs,
 transient retries, permanent failure naming the stage once, skips of unconfigured stages,
 reprocessing from a stage, and a process killed inside a stage's transaction."""

@@ -1,6 +1,7 @@
-"""Re-embedding a workspace on real SQLite and PostgreSQL: bounded batches that re-enqueue
-themselves until vector count = chunk count, one pending job per request, the rebuild of
-lost vectors, the recovery of items a refused width failed, and ``relata reembed --wait``."""
+"""Re-embedding a workspace on real SQLite (the pending-job check on PostgreSQL too): bounded
+batches that re-enqueue themselves until vector count = chunk count, one pending job per
+request, the rebuild of lost vectors, the recovery of items a refused width failed, and ``relata
+reembed --wait``."""
 
 from __future__ import annotations
 
@@ -67,6 +68,7 @@ def test_reembedding_converges_to_one_vector_per_chunk_across_batches(
         assert drain(c) == []
 
 
+@pytest.mark.both_dialects
 def test_asking_again_while_pending_returns_the_same_job(settings: Settings) -> None:
     with built(settings, embedder=FakeEmbedder()) as c:
         ws = _ingest_all(c)

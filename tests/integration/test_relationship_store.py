@@ -8,11 +8,9 @@ The databases are migrated once per module and emptied before each test.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -34,14 +32,13 @@ from relata.domain.vocabulary import RelationshipType
 from relata.ids import content_hash, new_id
 from relata.relationships.evidence import relationship_key
 from relata.relationships.explain import followed
-from relata.storage.sql import migrate
 from relata.storage.sql.accounts import SqlWorkspaceRepository
 from relata.storage.sql.engine import Database
 from relata.storage.sql.items import SqlItemRepository
 from relata.storage.sql.knowledge import SqlRelationshipRepository
 from relata.storage.sql.tables import metadata, relationship_entities, relationships
 from relata.storage.sql.unit_of_work import SqlUnitOfWork
-from tests.conftest import PG_URL, REQUIRE_PG, pg_reason
+from tests.support.databases import Templates
 from tests.support.memory import MemoryRepositories
 
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
@@ -50,37 +47,18 @@ SNAPSHOT = {"kinds": ["shared_entity"], "identities": [["entity", "k"]], "score"
 
 # ------------------------------------------------------------------ fixtures
 @pytest.fixture(scope="module")
-def sqlite_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Database]:
-    path: Path = tmp_path_factory.mktemp("relationships") / "relata.db"
-    db = Database.from_url(f"sqlite:///{path}")
-    migrate.upgrade(db)
-    try:
+def sqlite_db(templates: Templates, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Database]:
+    with templates.migrated("sqlite", tmp_path_factory.mktemp("relationships")) as db:
         yield db
-    finally:
-        db.dispose()
 
 
 @pytest.fixture(scope="module")
-def postgresql_db() -> Iterator[Database]:
-    reason = pg_reason()
-    if reason:
-        if REQUIRE_PG:
-            pytest.fail(f"PostgreSQL is required (RELATA_REQUIRE_POSTGRES=1): {reason}")
-        pytest.skip(reason)
-    name = f"relata_t_{uuid.uuid4().hex[:12]}"
-    base = sa.make_url(PG_URL).set(drivername="postgresql+psycopg")
-    admin = sa.create_engine(base, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    db = Database.from_url(base.set(database=name).render_as_string(hide_password=False))
-    try:
-        migrate.upgrade(db)
+def postgresql_db(
+    templates: Templates, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Database]:
+    """One migrated PostgreSQL database for the module (a copy of the session's template)."""
+    with templates.migrated("postgresql", tmp_path_factory.mktemp("relationships-pg")) as db:
         yield db
-    finally:
-        db.dispose()
-        with admin.connect() as conn:
-            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 @dataclass(frozen=True, slots=True)

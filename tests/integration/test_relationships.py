@@ -1,4 +1,4 @@
-"""Relationships through the real pipeline on SQLite and PostgreSQL over the demo corpus: the
+"""Relationships through the real pipeline on SQLite over the demo corpus: the
 press release and the council minutes are related as ``contradicts`` with the date
 contradiction as evidence from both sides; the score is the sum of its parts; confirmed,
 rejected and edited relationships keep their decisions through reprocessing of every item;

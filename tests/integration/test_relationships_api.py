@@ -1,4 +1,4 @@
-"""The relationships API over HTTP (TestClient against the real app, SQLite and PostgreSQL): an
+"""The relationships API over HTTP (TestClient against the real app, SQLite): an
 item's related items with why, the parts of the score and the evidence quoted from both items;
 the review queue, best first; one relationship; a review that persists who, the note and the
 evidence snapshot; validation naming the field; rejected ones left out unless asked; the item

@@ -1,4 +1,4 @@
-"""The relationships stage's model pass over the real pipeline (real SQLite/PostgreSQL) on the
+"""The relationships stage's model pass over the real pipeline (real SQLite) on the
 demo corpus: with the real tiny SmolLM2 model on llama.cpp, every item is ready, the stage's
 runs count the model's calls and what became of each (an opinion or a counted rejection),
 every opinion stored in a relationship's inputs is a relationship type at a confidence in
@@ -25,6 +25,7 @@ from relata.relationships.assisted import MAX_MODEL_PAIRS
 from relata.relationships.scoring import PairFeatures, score_pair
 from relata.seed import demo_documents
 from tests.support.ingest import built, drain, workspace_id
+from tests.support.llama import HANG_GUARD_SECONDS
 
 PRESS = "sabrewing-array-press-release.txt"
 MINUTES = "harbour-council-minutes.md"
@@ -78,7 +79,6 @@ def _press_and_minutes(c: Container, ids: dict[str, str]) -> Relationship:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(600)
 def test_the_real_tiny_model_classifies_pairs_and_never_outranks_an_observation(
     tmp_path: Path, llama_base_url: str
 ) -> None:
@@ -93,7 +93,7 @@ def test_the_real_tiny_model_classifies_pairs_and_never_outranks_an_observation(
         assert _press_and_minutes(c, ids).relationship_type is RelationshipType.CONTRADICTS
     changes = {
         **_model(llama_base_url, "smollm2-135m"),
-        "ai_timeout": 120.0,
+        "ai_timeout": HANG_GUARD_SECONDS,
         "ai_max_tokens": 128,
     }
     with built(settings, **changes) as c:

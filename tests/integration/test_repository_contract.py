@@ -10,15 +10,12 @@ fakes follow. The SQL databases are migrated once per module and emptied before 
 from __future__ import annotations
 
 import inspect
-import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
-import sqlalchemy as sa
 
 from relata.domain.clock import ManualClock
 from relata.domain.errors import (
@@ -49,7 +46,6 @@ from relata.domain.ports import (
 )
 from relata.domain.vocabulary import RunOutcome
 from relata.ids import chunk_id, content_hash, new_id
-from relata.storage.sql import migrate
 from relata.storage.sql.accounts import SqlWorkspaceRepository
 from relata.storage.sql.chunks import SqlChunkRepository
 from relata.storage.sql.engine import Database
@@ -58,7 +54,7 @@ from relata.storage.sql.jobs import SUPERSEDED, SqlJobRepository
 from relata.storage.sql.records import SqlProcessingRunRepository
 from relata.storage.sql.tables import metadata
 from relata.storage.sql.unit_of_work import SqlUnitOfWork
-from tests.conftest import PG_URL, REQUIRE_PG, pg_reason
+from tests.support.databases import Templates
 from tests.support.memory import (
     MemoryChunkRepository,
     MemoryItemRepository,
@@ -129,39 +125,18 @@ def test_each_fake_has_every_method_of_its_port_with_the_same_parameters(
 
 # ------------------------------------------------------------------ fixtures
 @pytest.fixture(scope="module")
-def sqlite_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Database]:
-    path: Path = tmp_path_factory.mktemp("contract") / "relata.db"
-    db = Database.from_url(f"sqlite:///{path}")
-    migrate.upgrade(db)
-    try:
+def sqlite_db(templates: Templates, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Database]:
+    with templates.migrated("sqlite", tmp_path_factory.mktemp("contract")) as db:
         yield db
-    finally:
-        db.dispose()
 
 
 @pytest.fixture(scope="module")
-def postgresql_db() -> Iterator[Database]:
-    """One migrated PostgreSQL database for the module (a fresh one per test, as
-    ``postgres_url`` gives, would cost a migration each: seconds per test)."""
-    reason = pg_reason()
-    if reason:
-        if REQUIRE_PG:
-            pytest.fail(f"PostgreSQL is required (RELATA_REQUIRE_POSTGRES=1): {reason}")
-        pytest.skip(reason)
-    name = f"relata_t_{uuid.uuid4().hex[:12]}"
-    base = sa.make_url(PG_URL).set(drivername="postgresql+psycopg")
-    admin = sa.create_engine(base, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    db = Database.from_url(base.set(database=name).render_as_string(hide_password=False))
-    try:
-        migrate.upgrade(db)
+def postgresql_db(
+    templates: Templates, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Database]:
+    """One migrated PostgreSQL database for the module (a copy of the session's template)."""
+    with templates.migrated("postgresql", tmp_path_factory.mktemp("contract-pg")) as db:
         yield db
-    finally:
-        db.dispose()
-        with admin.connect() as conn:
-            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 def _empty(db: Database) -> None:

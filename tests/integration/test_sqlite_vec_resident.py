@@ -7,14 +7,11 @@ from __future__ import annotations
 
 import random
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
 from relata.domain.ports import VectorHit, VectorRecord
-from relata.storage.sql import migrate
 from relata.storage.sql.engine import Database
 from relata.storage.vectors import sqlite_vec
 from relata.storage.vectors.resident import ResidentPartition
@@ -23,14 +20,6 @@ from relata.storage.vectors.sqlite_vec import SqliteVecStore
 DIMS = 6
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 WS_A, WS_B = str(uuid.uuid4()), str(uuid.uuid4())
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Iterator[Database]:
-    database = Database.from_url(f"sqlite:///{tmp_path / 'relata.db'}")
-    migrate.upgrade(database)
-    yield database
-    database.dispose()
 
 
 def _record(

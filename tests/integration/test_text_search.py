@@ -34,6 +34,8 @@ from relata.storage.sql.text_search import (
     query_terms,
 )
 
+pytestmark = pytest.mark.both_dialects
+
 NOW = datetime(2026, 5, 1, tzinfo=UTC)
 
 HOSTILE = [
@@ -353,6 +355,7 @@ def _alembic(db: Database) -> tuple[Config, sa.Connection]:
     return cfg, conn
 
 
+@pytest.mark.empty_database
 def test_migration_indexes_existing_rows_and_downgrades_cleanly(database_url: str) -> None:
     db = Database.from_url(database_url)
     try:

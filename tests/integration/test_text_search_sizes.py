@@ -6,7 +6,6 @@ transaction that holds an older snapshot keeps computing with it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ import sqlalchemy as sa
 
 from relata.domain.models import Item, Workspace
 from relata.ids import new_id
-from relata.storage.sql import migrate, text_search
+from relata.storage.sql import text_search
 from relata.storage.sql.accounts import SqlWorkspaceRepository
 from relata.storage.sql.base import ws_filter
 from relata.storage.sql.chunks import SqlChunkRepository
@@ -25,6 +24,7 @@ from relata.storage.sql.items import SqlItemRepository
 from relata.storage.sql.tables import items
 from relata.storage.sql.text_search import SqlTextSearch
 from tests.integration.test_text_search import Store
+from tests.support.databases import Templates
 
 NOW = datetime(2026, 5, 1, tzinfo=UTC)
 WORDS = ["enzyme", "protein", "cell", "light", "water", "membrane", "signal", "kinase"]
@@ -70,12 +70,8 @@ def _fresh(path: Path, ws: str) -> list[Any]:
 
 
 @pytest.fixture
-def path(tmp_path: Path) -> Iterator[Path]:
-    file = tmp_path / "sizes.db"
-    db = Database.from_url(f"sqlite:///{file}")
-    migrate.upgrade(db)
-    db.dispose()
-    yield file
+def path(tmp_path: Path, templates: Templates) -> Path:
+    return Path(templates.sqlite_copy(tmp_path).removeprefix("sqlite:///"))
 
 
 @pytest.fixture

@@ -25,6 +25,8 @@ from relata.search.service import SearchQuery
 from relata.storage.sql.tables import items
 from relata.storage.sql.text_search import SqlTextSearch
 
+pytestmark = pytest.mark.both_dialects
+
 NOW = datetime(2026, 5, 1, tzinfo=UTC)
 RARE = "zymurgy"  # in two of A's documents, and (later) in many of B's
 SHARED = "photosynthesis"  # common to A and B

@@ -28,6 +28,8 @@ from relata.storage.sql.knowledge import SqlRelationshipRepository
 from relata.storage.sql.records import SqlModelVersionRepository
 from relata.storage.sql.tables import entities, jobs, sessions, users
 
+pytestmark = pytest.mark.both_dialects
+
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 
 

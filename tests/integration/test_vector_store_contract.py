@@ -24,12 +24,12 @@ from relata.bootstrap import Container, build
 from relata.config.settings import Settings
 from relata.domain.errors import MissingWorkspace, Permanent, ValidationError
 from relata.domain.ports import VectorRecord, VectorStore
-from relata.storage.sql import migrate
 from relata.storage.sql.engine import Database
 from relata.storage.vectors.factory import build_vector_store
 from relata.storage.vectors.pgvector import PgvectorStore
 from relata.storage.vectors.qdrant import QdrantVectorStore
 from relata.storage.vectors.sqlite_vec import POINTS_TABLE, SqliteVecStore
+from tests.support.databases import Templates
 
 DIMS = 8
 THIN_PAYLOAD = {
@@ -148,11 +148,12 @@ class Backend:
         "qdrant-local",
     ]
 )
-def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+def backend(
+    request: pytest.FixtureRequest, tmp_path: Path, templates: Templates
+) -> Iterator[Backend]:
     b = Backend(request.param, tmp_path)
     if b.kind == "sqlite-shared":
-        b.db = Database.from_url(f"sqlite:///{tmp_path / 'relata.db'}")
-        migrate.upgrade(b.db)
+        b.db = Database.from_url(templates.sqlite_copy(tmp_path))  # tmp_path / relata.db
     elif b.kind == "pgvector":
         b.db = Database.from_url(request.getfixturevalue("pgvector_url"))
     try:

@@ -17,6 +17,8 @@ from relata.storage.sql.engine import Database
 from relata.storage.sql.items import SqlItemRepository
 from relata.storage.sql.tables import items
 
+pytestmark = pytest.mark.both_dialects
+
 NOW = datetime(2026, 5, 1, tzinfo=UTC)
 
 

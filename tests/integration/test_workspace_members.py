@@ -18,12 +18,15 @@ from relata.config.settings import Settings
 from relata.domain.vocabulary import ActorKind, AuditAction, Role
 from relata.storage.sql import migrate
 from tests.support.api import anonymous_client, make_token, make_user
+from tests.support.passwords import TEST_HASHER
 from tests.support.people import Person, error_of, join
+
+pytestmark = pytest.mark.both_dialects
 
 
 @pytest.fixture
 def c(settings: Settings) -> Iterator[Container]:
-    container = build(settings.replace(embedding_provider="none"))
+    container = build(settings.replace(embedding_provider="none"), password_hasher=TEST_HASHER)
     migrate.upgrade(container.db)
     container.workspaces.ensure(settings.default_workspace)
     try:

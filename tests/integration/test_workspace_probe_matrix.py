@@ -1,5 +1,5 @@
-"""The cross-workspace probe matrix, generated from the OpenAPI document (SQLite and
-PostgreSQL).
+"""The cross-workspace probe matrix, generated from the OpenAPI document (SQLite; the
+workspace filter on PostgreSQL is test_workspace_isolation's and the storage contracts').
 
 Workspaces ``alpha`` and ``bravo`` hold the processed demo corpus each (items, chunks,
 entities, aliases, claims, a contradiction, relationships, jobs), ``bravo`` also a memo of

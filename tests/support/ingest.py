@@ -13,6 +13,7 @@ from relata.domain.models import Job
 from relata.domain.ports import Embedder
 from relata.domain.vocabulary import StageKind
 from relata.storage.sql import migrate
+from tests.support.passwords import TEST_HASHER
 
 # Bounds a drain: a pipeline that keeps enqueueing work fails the test instead of hanging.
 MAX_JOBS = 500
@@ -27,8 +28,9 @@ def built(
     settings: Settings, *, embedder: Embedder | None = None, **changes: object
 ) -> Iterator[Container]:
     """A migrated container (with the default workspace) on ``settings`` plus ``changes``;
-    ``embedder`` replaces the configured one (a fake of the port, in tests)."""
-    c = build(settings.replace(**changes), embedder=embedder)
+    ``embedder`` replaces the configured one (a fake of the port, in tests). Passwords are
+    hashed with the tests' cheap Argon2id."""
+    c = build(settings.replace(**changes), embedder=embedder, password_hasher=TEST_HASHER)
     migrate.upgrade(c.db)
     c.workspaces.ensure(c.settings.default_workspace)
     try:

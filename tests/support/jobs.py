@@ -23,6 +23,7 @@ from relata.jobs.registry import JobContext
 from relata.storage.sql import migrate
 from relata.storage.sql.base import insert_for
 from relata.storage.sql.engine import Database
+from tests.support.passwords import TEST_HASHER
 
 # Short leases and backoff so nothing waits long; the clock, not sleeps, moves time.
 LEASE_SECONDS = 1.0
@@ -70,7 +71,7 @@ def later_clock(hours: float = 0.0) -> ManualClock:
 
 
 def build_jobs_container(settings: Settings, clock: ManualClock | None = None) -> Container:
-    c = build(job_settings(settings), clock=clock or later_clock())
+    c = build(job_settings(settings), clock=clock or later_clock(), password_hasher=TEST_HASHER)
     migrate.upgrade(c.db)
     c.workspaces.ensure(c.settings.default_workspace)
     create_tables(c.db)

@@ -1,7 +1,14 @@
 """A real language model for tests: llama.cpp (xllamacpp) serving SmolLM2-135M on 127.0.0.1.
 
 ``serve_llama`` starts one; tests take the session-scoped ``llama_base_url`` fixture
-(tests/conftest.py), so every test module that needs a model shares one server.
+(tests/conftest.py), so every test module that needs a model shares one server (and, under
+pytest-xdist, the tests that take it run on one worker).
+
+A real-model test's work is bounded by tokens, never by time: each request sets its
+``max_tokens`` and the server caps any request at ``MAX_PREDICT``. Its time limits (the request
+timeout, a cancellation deadline, the test's pytest timeout) are hang guards only,
+``HANG_GUARD_SECONDS``, far above what the bounded work takes on a busy machine, so that load
+never fails such a test.
 """
 
 from __future__ import annotations
@@ -16,6 +23,13 @@ from pathlib import Path
 
 import httpx
 import pytest
+
+#: The most tokens the server generates for any request.
+MAX_PREDICT = 512
+#: The time limit of one model request (and a cancellation deadline): a hang guard only.
+HANG_GUARD_SECONDS = 1800.0
+#: The pytest timeout of a test that uses the model (tests/conftest.py): a hang guard only.
+TEST_HANG_GUARD_SECONDS = 3600
 
 
 def _gguf() -> Path | None:
@@ -53,7 +67,12 @@ def serve_llama() -> Iterator[str]:
     params = xllamacpp.CommonParams()
     params.model.path = str(gguf)
     params.n_ctx = 2048
-    params.cpuparams.n_threads = 2
+    params.n_predict = MAX_PREDICT
+    # One thread: llama.cpp's threads wait for each other at every step, so when another
+    # process holds a core (the other pytest-xdist worker, anything else on a shared machine)
+    # two threads crawl. Measured on the 2-core box with other work running: a 128-token
+    # reply in 4-11 s on one thread, 44-52 s on two (docs/benchmarks.md, "Test suite").
+    params.cpuparams.n_threads = 1
     params.hostnames = ["127.0.0.1"]
     params.port = _free_port()
     params.use_jinja = True

@@ -19,12 +19,12 @@ from relata.bootstrap import Container
 from relata.config.settings import Settings
 from relata.domain.vocabulary import Role
 from relata.ingest.service import IngestRequest
+from tests.support.demo import DemoSnapshot
 from tests.support.fake_provider import FakeProvider, Reply
 from tests.support.ingest import built, drain, workspace_id
-from tests.support.web import csrf, seed_demo, web_client
+from tests.support.web import csrf, web_client
 from tests.support.xss import XSS, XSS_TEXT, leaked
 
-sqlite = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 PRESS = "sabrewing-array-press-release.txt"
 MINUTES = "harbour-council-minutes.md"
 QUESTION = "When did the Sabrewing Array start operating?"
@@ -34,12 +34,14 @@ _SOURCE = re.compile(r'<li id="source-(S\d+)"><span class="ref">S\d+</span> <a h
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Container, dict[str, str]]]:
+def demo(
+    tmp_path_factory: pytest.TempPathFactory, demo_snapshot: DemoSnapshot
+) -> Iterator[tuple[Container, dict[str, str]]]:
     """The demo corpus processed once (SQLite, no embedder, no language model)."""
     root: Path = tmp_path_factory.mktemp("ask-demo")
     settings = Settings(data_dir=str(root / "data"), database_url=f"sqlite:///{root / 'r.db'}")
-    with built(settings, embedding_provider="none") as c:
-        yield c, seed_demo(c)
+    with built(demo_snapshot.restore(settings)) as c:
+        yield c, demo_snapshot.ids
 
 
 @pytest.fixture(scope="module")
@@ -140,7 +142,6 @@ def test_no_matching_source_says_so(client: TestClient) -> None:
     assert "No source in this workspace matches the question" in words
 
 
-@sqlite
 def test_another_workspaces_items_never_appear(settings: Settings) -> None:
     with built(settings, embedding_provider="none") as c:
         bravo, _ = c.workspaces.ensure("bravo")
@@ -153,7 +154,6 @@ def test_another_workspaces_items_never_appear(settings: Settings) -> None:
         assert client.get("/w/bravo/ask").status_code == 404
 
 
-@sqlite
 def test_stored_xss_in_titles_and_text_is_escaped(settings: Settings) -> None:
     with built(settings, embedding_provider="none") as c:
         ws = workspace_id(c)
@@ -214,7 +214,6 @@ def model(settings: Settings, fake: FakeProvider) -> Iterator[tuple[Container, d
         yield c, ids
 
 
-@sqlite
 def test_an_answer_links_its_citations_and_shows_each_sentences_verdict(
     model: tuple[Container, dict[str, str]], fake: FakeProvider
 ) -> None:
@@ -252,7 +251,6 @@ def test_an_answer_links_its_citations_and_shows_each_sentences_verdict(
     assert f'<mark class="match">{TURBINES}</mark>' in cited
 
 
-@sqlite
 def test_a_model_answer_is_escaped(
     model: tuple[Container, dict[str, str]], fake: FakeProvider
 ) -> None:
@@ -266,7 +264,6 @@ def test_a_model_answer_is_escaped(
     assert unsafe(r.text) == []
 
 
-@sqlite
 def test_a_failed_provider_says_so_and_still_shows_the_sources(
     model: tuple[Container, dict[str, str]], fake: FakeProvider
 ) -> None:

@@ -16,11 +16,10 @@ from relata.domain.models import CLI_ACTOR
 from relata.domain.vocabulary import AuditAction, Role
 from relata.web.pages.audit import PAGE_SIZE
 from tests.support.api import make_user
+from tests.support.demo import DemoSnapshot
 from tests.support.ingest import built, workspace_id
-from tests.support.web import csrf, seed_demo, web_client
+from tests.support.web import csrf, web_client
 from tests.support.xss import XSS, leaked
-
-pytestmark = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 
 AUDIT = "/w/default/audit"
 _ACTION = re.compile(r"<td><code>([a-z_.]+)</code></td>")
@@ -36,8 +35,10 @@ def _actions(text: str) -> list[str]:
     return _ACTION.findall(text)
 
 
-def test_an_owner_sees_sign_ins_uploads_and_tokens_newest_first(c: Container) -> None:
-    ids = seed_demo(c)
+def test_an_owner_sees_sign_ins_uploads_and_tokens_newest_first(
+    demo_container: Container, demo_snapshot: DemoSnapshot
+) -> None:
+    c, ids = demo_container, demo_snapshot.ids
     ws = workspace_id(c)
     owner = web_client(c, username="ann")
     made = owner.post(

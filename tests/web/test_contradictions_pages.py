@@ -8,7 +8,6 @@ escaped."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -19,21 +18,18 @@ from relata.config.settings import Settings
 from relata.domain.models import Contradiction
 from relata.domain.vocabulary import ContradictionStatus, Resolution, Role
 from relata.web.pages import contradictions as contradictions_page
+from tests.support.demo import DemoSnapshot
 from tests.support.ingest import built
-from tests.support.web import csrf, seed_demo, web_client
+from tests.support.web import csrf, web_client
 from tests.support.xss import leaked
 from tests.web.test_entities_pages import zebrafish
-
-pytestmark = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 
 LIST = "/w/default/contradictions"
 
 
 @pytest.fixture
-def demo(settings: Settings) -> Iterator[Container]:
-    with built(settings, embedding_provider="none") as c:
-        seed_demo(c)
-        yield c
+def demo(demo_container: Container) -> Container:
+    return demo_container
 
 
 def _ws(c: Container) -> str:
@@ -89,10 +85,11 @@ def test_a_bad_status_is_a_page_naming_it(demo: Container) -> None:
     assert r.status_code == 400 and "status must be open or resolved" in r.text
 
 
-def test_the_list_pages(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_list_pages(
+    settings: Settings, demo_snapshot: DemoSnapshot, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(contradictions_page, "PAGE_SIZE", 1)
-    with built(settings, embedding_provider="none") as c:
-        seed_demo(c)
+    with built(demo_snapshot.restore(settings)) as c:
         zebrafish(c, _ws(c))
         ids = [x.id for x in c.claims.contradictions(_ws(c))]
         assert len(ids) == 2

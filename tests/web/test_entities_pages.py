@@ -13,7 +13,6 @@ proposed as an alias of the Zebrafish Array.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 import pytest
 
@@ -26,10 +25,8 @@ from relata.ingest.service import IngestRequest
 from relata.storage.sql.unit_of_work import SqlUnitOfWork
 from relata.web.pages import entities as entities_page
 from tests.support.ingest import built, drain
-from tests.support.web import csrf, seed_demo, web_client
+from tests.support.web import csrf, web_client
 from tests.support.xss import XSS, XSS_TEXT, leaked
-
-pytestmark = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 
 #: The entity whose name is a script tag (``zebrafish``).
 XSS_NAME = "Zebrafish " + XSS[0]
@@ -75,11 +72,9 @@ def zebrafish(c: Container, workspace_id: str) -> dict[str, str]:
 
 
 @pytest.fixture
-def demo(settings: Settings) -> Iterator[Container]:
+def demo(demo_container: Container) -> Container:
     """The demo corpus processed in the default workspace (no embedder: fast)."""
-    with built(settings, embedding_provider="none") as c:
-        seed_demo(c)
-        yield c
+    return demo_container
 
 
 def _ws(c: Container) -> str:

@@ -18,30 +18,33 @@ from relata.domain.vocabulary import Role
 from relata.ingest.service import IngestRequest
 from relata.web.pages import items as item_pages
 from relata.web.text import Segment, Span
+from tests.support.demo import DemoSnapshot
 from tests.support.ingest import built, drain
-from tests.support.web import csrf, seed_demo, web_client
+from tests.support.web import csrf, web_client
 from tests.support.xss import XSS, XSS_TEXT, leaked
 
-SQLITE = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 PRESS = "sabrewing-array-press-release.txt"
 MINUTES = "harbour-council-minutes.md"
 INSTITUTE = "meridian-tidal-institute.md"
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Container, dict[str, str]]]:
+def demo(
+    tmp_path_factory: pytest.TempPathFactory, demo_snapshot: DemoSnapshot
+) -> Iterator[tuple[Container, dict[str, str]]]:
     """One processed demo corpus for the tests that only read it."""
     tmp = tmp_path_factory.mktemp("demo")
     settings = Settings(data_dir=str(tmp / "data"), database_url=f"sqlite:///{tmp / 'r.db'}")
-    with built(settings, embedding_provider="none") as c:
-        yield c, seed_demo(c)
+    with built(demo_snapshot.restore(settings)) as c:
+        yield c, demo_snapshot.ids
 
 
 @pytest.fixture
-def fresh(settings: Settings) -> Iterator[tuple[Container, dict[str, str]]]:
+def fresh(
+    demo_container: Container, demo_snapshot: DemoSnapshot
+) -> tuple[Container, dict[str, str]]:
     """A processed demo corpus of the test's own, for the tests that change it."""
-    with built(settings, embedding_provider="none") as c:
-        yield c, seed_demo(c)
+    return demo_container, demo_snapshot.ids
 
 
 def _ws(c: Container) -> str:
@@ -202,7 +205,6 @@ def test_another_workspaces_item_is_not_found(demo: tuple[Container, dict[str, s
     assert client.get(f"/w/default/items/{ids[PRESS]}").status_code == 200
 
 
-@SQLITE
 def test_a_failed_item_shows_where_and_why(settings: Settings) -> None:
     with built(settings, embedding_provider="none") as c:
         broken = c.ingest.ingest(
@@ -216,7 +218,6 @@ def test_a_failed_item_shows_where_and_why(settings: Settings) -> None:
     assert "No text: processing failed before the text was extracted" in html
 
 
-@SQLITE
 def test_an_editor_reprocesses_and_deletes_after_confirming(
     fresh: tuple[Container, dict[str, str]],
 ) -> None:
@@ -261,7 +262,6 @@ def test_an_editor_reprocesses_and_deletes_after_confirming(
     assert client.get(f"/w/default/items/{press}").status_code == 404
 
 
-@SQLITE
 def test_a_viewer_sees_no_actions_but_download_and_cannot_post(
     fresh: tuple[Container, dict[str, str]],
 ) -> None:
@@ -282,7 +282,6 @@ def test_a_viewer_sees_no_actions_but_download_and_cannot_post(
     assert c.items.get(ws, press).item.status.value == "ready"
 
 
-@SQLITE
 @pytest.mark.parametrize("token", [None, "forged"])
 def test_reprocess_and_delete_without_the_csrf_token_change_nothing(
     fresh: tuple[Container, dict[str, str]], token: str | None
@@ -300,7 +299,6 @@ def test_reprocess_and_delete_without_the_csrf_token_change_nothing(
     assert detail.item.status.value == "ready" and len(detail.runs) == 6
 
 
-@SQLITE
 def test_stored_strings_from_the_xss_corpus_render_escaped(settings: Settings) -> None:
     with built(settings, embedding_provider="none") as c:
         ws = _ws(c)

@@ -17,12 +17,11 @@ from relata.domain.vocabulary import AuditAction, Role
 from relata.embeddings.reembed import REEMBED_WORKSPACE
 from relata.ingest.service import IngestRequest
 from relata.web.pages.jobs import PAGE_SIZE
+from tests.support.demo import DemoSnapshot
 from tests.support.fake_embedder import FakeEmbedder
 from tests.support.ingest import built, drain, workspace_id
-from tests.support.web import csrf, seed_demo, web_client
+from tests.support.web import csrf, web_client
 from tests.support.xss import XSS, leaked
-
-pytestmark = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 
 JOBS = "/w/default/jobs"
 _ROW = re.compile(r'<tr data-job-id="([^"]+)"')
@@ -57,9 +56,9 @@ def _ids(text: str) -> list[str]:
 
 
 def test_the_page_lists_the_demos_jobs_with_their_items_and_a_failures_error(
-    c: Container,
+    demo_container: Container, demo_snapshot: DemoSnapshot
 ) -> None:
-    items = seed_demo(c)
+    c, items = demo_container, demo_snapshot.ids
     broken = _broken(c)
     ws = workspace_id(c)
     client = web_client(c, role=Role.EDITOR)
@@ -91,8 +90,8 @@ def test_the_page_lists_the_demos_jobs_with_their_items_and_a_failures_error(
         assert f'href="/w/default/items/{item_id}"' in pages
 
 
-def test_pages_follow_each_other_without_overlap(c: Container) -> None:
-    seed_demo(c)
+def test_pages_follow_each_other_without_overlap(demo_container: Container) -> None:
+    c = demo_container
     _broken(c)
     client = web_client(c)
     every = [j.id for j in c.queue.list(workspace_id(c), limit=1000)]

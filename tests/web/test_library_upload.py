@@ -20,8 +20,6 @@ from tests.support.ingest import built, originals_of
 from tests.support.web import csrf, web_app_client, web_client
 from tests.support.xss import XSS, leaked
 
-pytestmark = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
-
 MAX_UPLOAD = 16 * 1024
 UPLOAD = "/w/default/library/upload"
 LIBRARY = "/w/default/library"

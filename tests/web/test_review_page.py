@@ -7,7 +7,6 @@ XSS corpus render escaped."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 import pytest
 
@@ -17,20 +16,16 @@ from relata.domain.models import Relationship, ReviewStatus
 from relata.domain.vocabulary import RelationshipType, Role
 from relata.web.pages import review as review_page
 from tests.support.ingest import built
-from tests.support.web import csrf, seed_demo, web_client
+from tests.support.web import csrf, web_client
 from tests.support.xss import leaked
 from tests.web.test_entities_pages import zebrafish
-
-pytestmark = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 
 QUEUE = "/w/default/review"
 
 
 @pytest.fixture
-def demo(settings: Settings) -> Iterator[Container]:
-    with built(settings, embedding_provider="none") as c:
-        seed_demo(c)
-        yield c
+def demo(demo_container: Container) -> Container:
+    return demo_container
 
 
 def _ws(c: Container) -> str:

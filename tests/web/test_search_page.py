@@ -18,12 +18,12 @@ from relata.domain.vocabulary import Role
 from relata.ingest.service import IngestRequest
 from relata.schemas.search import LegOut
 from relata.web.pages.search import ordinal, rank_summary, term_spans
+from tests.support.demo import DemoSnapshot
 from tests.support.fake_embedder import FakeEmbedder
 from tests.support.ingest import built, drain, workspace_id
-from tests.support.web import seed_demo, web_client
+from tests.support.web import web_client
 from tests.support.xss import XSS, XSS_TEXT, leaked
 
-sqlite = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 PRESS = "sabrewing-array-press-release.txt"
 MINUTES = "harbour-council-minutes.md"
 REGISTER = "kestrel-turbine-register.json"
@@ -32,13 +32,15 @@ _WHY = re.compile(r"<details class=\"why\">(.*?)</details>", re.S)
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Container, dict[str, str]]]:
+def demo(
+    tmp_path_factory: pytest.TempPathFactory, demo_snapshot: DemoSnapshot
+) -> Iterator[tuple[Container, dict[str, str]]]:
     """The demo corpus processed once for the module's read-only tests (SQLite, no
     embedder: the meaning leg is absent)."""
     root: Path = tmp_path_factory.mktemp("search-demo")
     settings = Settings(data_dir=str(root / "data"), database_url=f"sqlite:///{root / 'r.db'}")
-    with built(settings, embedding_provider="none") as c:
-        yield c, seed_demo(c)
+    with built(demo_snapshot.restore(settings)) as c:
+        yield c, demo_snapshot.ids
 
 
 @pytest.fixture(scope="module")
@@ -189,7 +191,6 @@ def test_a_viewer_searches_too(demo: tuple[Container, dict[str, str]]) -> None:
     assert r.status_code == 200 and result_ids(r.text)
 
 
-@sqlite
 def test_stored_xss_in_titles_and_text_is_escaped(settings: Settings) -> None:
     with built(settings, embedding_provider="none") as c:
         ws = workspace_id(c)
@@ -208,7 +209,6 @@ def test_stored_xss_in_titles_and_text_is_escaped(settings: Settings) -> None:
             assert echoed.status_code == 200 and unsafe(echoed.text) == []
 
 
-@sqlite
 def test_another_workspaces_items_never_appear(settings: Settings) -> None:
     with built(settings, embedding_provider="none") as c:
         bravo, _ = c.workspaces.ensure("bravo")
@@ -223,7 +223,6 @@ def test_another_workspaces_items_never_appear(settings: Settings) -> None:
         assert client.get("/w/bravo/search", params={"q": "quokka"}).status_code == 404
 
 
-@sqlite
 def test_a_result_found_only_by_meaning_says_so(settings: Settings) -> None:
     with built(settings, embedder=FakeEmbedder(384, "fake-embedder")) as c:
         ws = workspace_id(c)

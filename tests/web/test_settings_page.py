@@ -24,10 +24,8 @@ from relata.ingest.service import IngestRequest
 from tests.support.api import BASE_URL, PASSWORD, make_user
 from tests.support.fake_embedder import FakeEmbedder
 from tests.support.ingest import built, drain, workspace_id
-from tests.support.web import csrf, seed_demo, web_client
+from tests.support.web import csrf, web_client
 from tests.support.xss import XSS, leaked
-
-pytestmark = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 
 SETTINGS = "/w/default/settings"
 _SECRET = re.compile(r"rl_[0-9a-f]{8}_[A-Za-z0-9_-]{43}")
@@ -68,9 +66,9 @@ def _create_token(client: TestClient, **fields: str) -> tuple[int, str]:
 
 # ---------------------------------------------------------------- providers and counts
 def test_without_an_embedding_provider_the_page_says_so_and_warns_of_the_counts(
-    c: Container,
+    demo_container: Container,
 ) -> None:
-    seed_demo(c)
+    c = demo_container
     ws = workspace_id(c)
     chunks = c.repos.chunks.count(ws)
     assert chunks > 0 and c.vectors.count(ws) == 0

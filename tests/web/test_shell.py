@@ -10,8 +10,6 @@ from relata.domain.vocabulary import Role
 from tests.support.api import make_user
 from tests.support.web import csrf, sign_in, web_app_client, web_client
 
-pytestmark = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
-
 
 def test_a_page_without_a_session_sends_the_browser_to_sign_in(container: Container) -> None:
     client = web_app_client(container)

@@ -22,7 +22,7 @@ import secrets
 import threading
 from dataclasses import dataclass
 
-from relata.auth.passwords import MAX_LENGTH, hash_password, verify_password
+from relata.auth.passwords import MAX_LENGTH, Argon2Hasher
 from relata.auth.ratelimit import FailureLimiter
 from relata.auth.sessions import SessionService
 from relata.domain.errors import (
@@ -34,7 +34,7 @@ from relata.domain.errors import (
     ValidationError,
 )
 from relata.domain.models import Actor, Membership, Session, User, Workspace
-from relata.domain.ports import AuditRecorder, Clock, UserRepository
+from relata.domain.ports import AuditRecorder, Clock, PasswordHasher, UserRepository
 from relata.domain.vocabulary import ActorKind, AuditAction, AuditTarget, Role
 from relata.ids import new_id
 
@@ -73,8 +73,10 @@ class AccountService:
         audit: AuditRecorder,
         concurrency: int = 2,
         address_limiter: FailureLimiter | None = None,
+        hasher: PasswordHasher | None = None,
     ) -> None:
         self._users = users
+        self._hasher: PasswordHasher = hasher or Argon2Hasher()
         self.sessions = sessions
         self._clock = clock
         self._limiter = limiter
@@ -98,7 +100,7 @@ class AccountService:
         user = User(
             id=new_id(),
             username=validate_username(username),
-            password_hash=hash_password(password),
+            password_hash=self._hasher.hash(password),
             display_name=display_name,
             is_admin=is_admin,
             created_at=self._clock.now(),
@@ -138,7 +140,7 @@ class AccountService:
 
     def change_password(self, user_id: str, new_password: str) -> int:
         """Set a new password and end every session of the user; returns how many ended."""
-        self._users.set_password_hash(user_id, hash_password(new_password))
+        self._users.set_password_hash(user_id, self._hasher.hash(new_password))
         return self.sessions.end_all(user_id)
 
     # ------------------------------------------------------------ signing in
@@ -147,16 +149,17 @@ class AccountService:
             raise Overloaded("too many sign-ins at once; try again shortly")
         try:
             if stored_hash is None:
-                verify_password(self._dummy(), password)
+                self._hasher.verify(self._dummy(), password)
                 return False
-            return verify_password(stored_hash, password)
+            return self._hasher.verify(stored_hash, password)
         finally:
             self._verify_slots.release()
 
     def _dummy(self) -> str:
+        # Made by the same hasher as real hashes: an unknown user costs what a wrong password does.
         with self._dummy_lock:
             if self._dummy_hash is None:
-                self._dummy_hash = hash_password(secrets.token_urlsafe(24))
+                self._dummy_hash = self._hasher.hash(secrets.token_urlsafe(24))
             return self._dummy_hash
 
     def sign_in(self, username: str, password: str, *, client: str | None) -> SignedIn:

@@ -63,6 +63,18 @@ class Clock(Protocol):
         ...
 
 
+class PasswordHasher(Protocol):
+    """One-way password hashes (Argon2id in ``relata.auth.passwords``)."""
+
+    def hash(self, password: str) -> str:
+        """A salted hash of ``password``; ``ValidationError`` for a too short or long one."""
+        ...
+
+    def verify(self, stored_hash: str, password: str) -> bool:
+        """Whether ``password`` matches ``stored_hash`` (False for a malformed hash)."""
+        ...
+
+
 class WorkspaceRepository(Protocol):
     def create(self, workspace: Workspace, *, owner_id: str | None = None) -> Workspace:
         """DuplicateKey when the slug is taken. With ``owner_id`` that user is made its

@@ -5,6 +5,7 @@ The Alembic configuration is built in code, so no alembic.ini has to be found at
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 
 from alembic import command
@@ -23,7 +24,10 @@ def _config() -> Config:
     return cfg
 
 
+@cache
 def head_revision() -> str:
+    """The newest revision the package ships (read once: the scripts do not change while the
+    process runs, and reading them costs more than a query)."""
     head = ScriptDirectory.from_config(_config()).get_current_head()
     if head is None:  # pragma: no cover - the package always ships a revision
         raise RuntimeError("no migration revisions found")
@@ -41,6 +45,8 @@ def is_current(db: Database) -> bool:
 
 def upgrade(db: Database, revision: str = "head") -> str:
     """Apply every pending migration; return the revision the database is now at."""
+    if revision == "head" and current_revision(db) == head_revision():
+        return head_revision()  # nothing pending: skip Alembic's set-up
     cfg = _config()
     with db.engine.connect() as conn:
         cfg.attributes["connection"] = conn
