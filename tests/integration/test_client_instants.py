@@ -23,6 +23,9 @@ from tests.support.cli import point_cli_at
 from tests.support.ingest import built
 from tests.support.web import csrf, web_client
 
+# Instants are stored and compared in SQL (token expiries, audit bounds): both dialects.
+pytestmark = pytest.mark.both_dialects
+
 PROBE = "9999-12-31T23:59:59-14:00"
 OUT_OF_RANGE = [PROBE, "0001-01-01T00:00:00+14:00"]
 

@@ -30,6 +30,9 @@ from tests.support.cli import point_cli_at
 from tests.support.fake_embedder import FakeEmbedder
 from tests.support.ingest import built, drain, originals_of, workspace_id
 
+# The recovery reads items, jobs and deletes through SQL: both dialects.
+pytestmark = pytest.mark.both_dialects
+
 HOUR = 3600
 TEXT = b"Kestrel Marine Systems met the Meridian Tidal Institute in Port Halloran."
 
