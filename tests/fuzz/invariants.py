@@ -24,11 +24,9 @@ def check_document(doc: Document, limits: ParseLimits) -> None:
 def check_chunks(doc: Document, chunks: list[ChunkDraft], target: int) -> None:
     """Exact slices within the target, no section crossed, every character covered."""
     assert [c.sequence for c in chunks] == list(range(len(chunks)))
-    covered = bytearray(len(doc.text))
     for chunk in chunks:
         assert doc.text[chunk.start : chunk.end] == chunk.text
         assert 0 < len(chunk.text) <= target
-        covered[chunk.start : chunk.end] = b"\x01" * (chunk.end - chunk.start)
         for block in doc.blocks:
             if block.end <= chunk.start or block.start >= chunk.end:
                 continue
@@ -37,6 +35,9 @@ def check_chunks(doc: Document, chunks: list[ChunkDraft], target: int) -> None:
             else:
                 assert block.heading_path == chunk.heading_path, "a chunk crosses a section"
                 assert block.page == chunk.page, "a chunk crosses a page"
-    for block in doc.blocks:
-        for pos in range(block.start, block.end):
-            assert covered[pos] or doc.text[pos].isspace(), "text left out of every chunk"
+    # What no chunk covers (between blocks, or between a chunk and the next) is white space.
+    reach = 0
+    for start, end in sorted((c.start, c.end) for c in chunks):
+        assert not doc.text[reach:start].strip(), "text left out of every chunk"
+        reach = max(reach, end)
+    assert not doc.text[reach:].strip(), "text left out of every chunk"

@@ -150,6 +150,18 @@ def test_tables_and_json_split_between_lines() -> None:
         assert doc.text[chunk.start - 1] == "\n"
 
 
+def test_deeply_indented_code_stays_within_the_target() -> None:
+    # Found by the chunker's fuzz target: the white space between lines belongs to no chunk,
+    # and where it is most of a section the balancing bound came out above the target.
+    lines: list[str] = []
+    for n in range(12):
+        lines += [f"turbine_{n}: 1.5", " " * 80 + f"# checked {n}"]
+    doc = md("# Config\n\n```yaml\n" + "\n".join(lines) + "\n```\n")
+    for target in (20, 24, 30):
+        chunks = chunk_document(doc, target_chars=target, overlap_chars=0)
+        check_chunks(doc, chunks, target)
+
+
 def test_chunking_is_deterministic() -> None:
     source = "# A\n\n" + abstract(30, seed=5) + "\n\n## B\n\n" + abstract(25, seed=6)
     first = chunk_document(md(source), target_chars=450, overlap_chars=120)

@@ -30,7 +30,7 @@ from relata.chunking.boundaries import line_spans, sentence_spans, word_pieces
 from relata.parsing.model import HEADING_KINDS, LINE_KINDS, Block, Document
 
 #: Recorded on every processing run; bump it whenever the same document may chunk differently.
-CHUNKER_VERSION = "1"
+CHUNKER_VERSION = "2"
 
 _PREFER_BLOCK_END_FILL = 0.6
 
@@ -140,8 +140,11 @@ def _balanced(units: Sequence[_Unit], cap: int, overlap: int) -> list[tuple[int,
     count = len(greedy)
     if count <= 1:
         return greedy
-    lo = max(1, math.ceil((units[-1][1] - units[0][0]) / count))
+    # The span over ``count`` is the least bound that could do, except that the white space
+    # between units belongs to no chunk: where it is most of the span (deeply indented code,
+    # padded tables) that quotient exceeds ``cap``, and the bound must never.
     hi = cap
+    lo = min(hi, max(1, math.ceil((units[-1][1] - units[0][0]) / count)))
     while lo < hi:
         mid = (lo + hi) // 2
         if len(_pack(units, mid, overlap)) <= count:
