@@ -53,7 +53,7 @@ _ASK = Deferred("ask", "relata.cli.ask", "answer a question from a workspace, ci
 _BENCH = Deferred(
     "bench",
     "relata.cli.bench",
-    "benchmarks: ingestion, embedding, retrieval, entities, contradictions, relationships",
+    "benchmarks: ingestion, embedding, retrieval, entities, contradictions, relationships, load",
 )
 
 _COMMANDS: tuple[ModuleType | Deferred, ...] = (
