@@ -15,8 +15,9 @@ detail or its original). An upload refused 503 because every ingestion slot is t
 sent again after its ``Retry-After`` (at most ``UPLOAD_ATTEMPTS`` times), as a client would.
 Every loop is bounded by the time and every request by ``REQUEST_TIMEOUT``.
 
-Reported: per operation, requests, p50/p95/max latency and statuses; server errors (5xx),
-other errors (an unexpected 4xx, no answer); and, once the load stops, whether every upload
+Reported: per operation, requests, p50/p95/max latency and statuses; server errors (5xx,
+except admission control's 503 ``overloaded`` to an upload, counted on its own), other
+errors (an unexpected 4xx, no answer); and, once the load stops, whether every upload
 that was answered 2xx is there (``GET /api/v1/items/{id}``): lost uploads must be 0. Also the
 server's CPU seconds (its process and threads, from ``/proc``) and the load average.
 """
@@ -336,18 +337,23 @@ class Load:
     server_errors: int = 0
     other_errors: int = 0
     retried_uploads: int = 0
+    refused_busy: int = 0
     error_samples: list[str] = field(default_factory=list)
     uploads_sent: int = 0
 
-    def record(self, op: str, status: int | str, seconds: float, expected: bool) -> None:
+    def record(
+        self, op: str, status: int | str, seconds: float, expected: bool, busy: bool = False
+    ) -> None:
         stats = self.ops[op]
         stats.latencies.append(seconds)
         stats.statuses[str(status)] += 1
-        if isinstance(status, int) and status >= 500:
+        if busy:
+            self.refused_busy += 1
+        elif isinstance(status, int) and status >= 500:
             self.server_errors += 1
         elif not expected:
             self.other_errors += 1
-        if not expected and len(self.error_samples) < 10:
+        if not expected and not busy and len(self.error_samples) < 10:
             self.error_samples.append(f"{op}: {status}")
 
 
@@ -370,9 +376,21 @@ async def _send(
         load.record(op, type(exc).__name__, time.perf_counter() - start, expected=False)
         return None
     elapsed = time.perf_counter() - start
-    retry = op == "upload" and response.status_code == 503 and "retry-after" in response.headers
-    load.record(op, response.status_code, elapsed, expected=response.is_success or retry)
+    busy = _admission_refusal(op, response)
+    load.record(op, response.status_code, elapsed, expected=response.is_success, busy=busy)
     return response
+
+
+def _admission_refusal(op: str, response: httpx.Response) -> bool:
+    """Whether ``response`` is admission control turning an upload away while every
+    ingestion slot is taken (503, code ``overloaded``, with ``Retry-After``): the server
+    working as designed, which the client answers by sending it again, not a server error."""
+    if op != "upload" or response.status_code != 503 or "retry-after" not in response.headers:
+        return False
+    try:
+        return bool(response.json()["error"]["code"] == "overloaded")
+    except (ValueError, KeyError, TypeError):
+        return False
 
 
 async def _upload(
@@ -485,6 +503,7 @@ async def drive(target: Target, clients: int, seconds: float, seed: int) -> dict
         "error_samples": load.error_samples,
         "uploads_acknowledged": len(load.uploaded),
         "uploads_retried_after_503": load.retried_uploads,
+        "uploads_refused_overloaded": load.refused_busy,
         "uploads_lost": len(missing),
         "server_cpu_seconds": round(cpu1 - cpu0, 1) if cpu0 is not None and cpu1 else None,
         "client_cpu_seconds": round(own, 1),
@@ -560,8 +579,9 @@ def _lines(r: dict[str, Any]) -> list[str]:
         + (f": {'; '.join(r['error_samples'])}" if r["error_samples"] else "")
     )
     lines.append(
-        f"  uploads: {r['uploads_acknowledged']} acknowledged, {r['uploads_lost']} lost, "
-        f"{r['uploads_retried_after_503']} sent again after 503"
+        f"  uploads: {r['uploads_acknowledged']} acknowledged, {r['uploads_lost']} lost; "
+        f"{r['uploads_refused_overloaded']} refused 503 by admission control (every ingestion "
+        "slot taken) and sent again after Retry-After"
     )
     cpu = r["server_cpu_seconds"]
     lines.append(
