@@ -12,10 +12,11 @@ from urllib.parse import unquote
 import pytest
 from fastapi.testclient import TestClient
 
-from relata.api.v1.items import content_disposition
+from relata.api.v1.items import _check_charset, content_disposition
 from relata.api.v1.params import MAX_OFFSET
 from relata.bootstrap import Container
 from relata.config.settings import Settings
+from relata.domain.errors import ValidationError
 from tests.support.api import api_client
 from tests.support.ingest import built
 
@@ -220,3 +221,23 @@ def test_a_405_lists_every_method_the_path_answers(client: TestClient) -> None:
 
 def test_a_blank_legs_list_is_400_naming_legs(client: TestClient) -> None:
     _field_error(client.get("/api/v1/search", params={"q": "tide", "legs": " , "}), "legs")
+
+
+@pytest.mark.parametrize("charset", ["klingon", "utf-8\x00"])
+def test_a_multipart_charset_that_is_no_encoding_is_refused(
+    client: TestClient, charset: str
+) -> None:
+    # Found by the multipart fuzz target: an unknown charset was decoded as Latin-1, and one
+    # with a NUL raised ValueError out of the form parser. (h11 refuses a NUL in a header on
+    # the wire; the route refuses both itself.)
+    with pytest.raises(ValidationError, match="charset"):
+        _check_charset(f"multipart/form-data; boundary=b; charset={charset}")
+    if "\x00" in charset:
+        return
+    resp = client.post(
+        "/api/v1/items",
+        content=f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="title"\r\n\r\nT\r\n'
+        f"--{BOUNDARY}--\r\n".encode(),
+        headers={"content-type": f"multipart/form-data; boundary={BOUNDARY}; charset={charset}"},
+    )
+    assert "charset" in _field_error(resp, "content-type")

@@ -11,6 +11,7 @@ as an attachment.
 
 from __future__ import annotations
 
+import codecs
 import re
 import unicodedata
 from typing import Any
@@ -19,6 +20,7 @@ from urllib.parse import quote
 import pydantic
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
+from python_multipart.multipart import parse_options_header
 from starlette.datastructures import UploadFile
 from starlette.formparsers import MultiPartException, MultiPartParser
 from starlette.responses import FileResponse
@@ -91,7 +93,24 @@ class _StrictMultiPartParser(MultiPartParser):
         super().on_part_end()
 
 
+def _check_charset(content_type: str) -> None:
+    """A form's ``charset`` must name an encoding Python knows. Starlette would decode the
+    fields of an unknown one as Latin-1 (mojibake stored as text), and a name it cannot even
+    look up (a NUL in it) would escape its parser as a ``ValueError`` (found by fuzzing)."""
+    _, params = parse_options_header(content_type)
+    charset = params.get(b"charset")
+    if charset is None:
+        return
+    try:
+        codecs.lookup(charset.decode("latin-1"))
+    except (LookupError, ValueError):
+        raise ValidationError(
+            "the form's charset is not a known encoding (send UTF-8)", field="content-type"
+        ) from None
+
+
 async def _read_form(request: Request) -> Any:
+    _check_charset(request.headers.get("content-type", ""))
     parser = _StrictMultiPartParser(
         request.headers,
         request.stream(),
