@@ -4,10 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from relata.cli.benchmarks import contradictions, embed, entities, ingest, relationships, retrieval
+from relata.cli.benchmarks import (
+    contradictions,
+    embed,
+    entities,
+    ingest,
+    relationships,
+    retrieval,
+    text_legs,
+)
 
 #: In the order ``relata bench --help`` lists them; each module adds its own subcommand.
-BENCHMARKS = (ingest, embed, retrieval, entities, contradictions, relationships)
+BENCHMARKS = (ingest, embed, retrieval, text_legs, entities, contradictions, relationships)
 
 DESCRIPTION = (
     "Measure Relata on a corpus and print a report; --json ends it with the same report as "
@@ -20,7 +28,10 @@ DESCRIPTION = (
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "bench",
-        help="benchmarks: ingestion, embedding, retrieval, entities, contradictions, relationships",
+        help=(
+            "benchmarks: ingestion, embedding, retrieval, text legs, entities, contradictions, "
+            "relationships"
+        ),
         description=DESCRIPTION,
     )
     group = p.add_subparsers(dest="benchmark", metavar="BENCHMARK", required=True)
