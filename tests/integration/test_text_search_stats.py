@@ -262,3 +262,18 @@ def test_migration_gives_existing_rows_statistics(database_url: str) -> None:
         assert [h.id for h in hits] == ["i1", "i0"]  # "birds" is the rarer term
     finally:
         db.dispose()
+
+
+@ON_POSTGRESQL
+def test_truncate_clears_the_statistics(db: Database) -> None:
+    """``relata transfer --force`` empties a target with TRUNCATE, which fires no DELETE
+    trigger: the statistics must not survive it and count the copied rows twice."""
+    store = _store(db)
+    ws = _workspace(db, "truncated")
+    store.add(ws, "Before", "words before the truncate")
+    with db.write() as conn:
+        conn.exec_driver_sql("TRUNCATE items, chunks CASCADE")
+    _assert_consistent(db)
+    assert _pg_stats(db)[2] == set()
+    store.add(ws, "After", "words after the truncate")
+    _assert_consistent(db)

@@ -197,6 +197,22 @@ _PG_UP = [
     """CREATE TRIGGER workspaces_text_stats_ad AFTER DELETE ON workspaces
         REFERENCING OLD TABLE AS old_rows
         FOR EACH STATEMENT EXECUTE FUNCTION relata_workspaces_text_stats()""",
+    # TRUNCATE fires no row or DELETE triggers (relata transfer --force empties a target
+    # with it): every row of the table is gone, so are its statistics.
+    """CREATE FUNCTION relata_text_stats_truncate() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        DELETE FROM text_stats WHERE index_name = TG_ARGV[0];
+        DELETE FROM text_term_stats WHERE index_name = TG_ARGV[0];
+        IF TG_ARGV[0] = 'items' THEN  -- chunks count only under live items
+            DELETE FROM text_stats WHERE index_name = 'chunks';
+            DELETE FROM text_term_stats WHERE index_name = 'chunks';
+        END IF;
+        RETURN NULL;
+    END $$""",
+    """CREATE TRIGGER items_text_stats_at AFTER TRUNCATE ON items
+        FOR EACH STATEMENT EXECUTE FUNCTION relata_text_stats_truncate('items')""",
+    """CREATE TRIGGER chunks_text_stats_at AFTER TRUNCATE ON chunks
+        FOR EACH STATEMENT EXECUTE FUNCTION relata_text_stats_truncate('chunks')""",
     # Recompute everything from the live rows (the backfill below; after a restore that
     # bypassed triggers). Takes the tables' write locks so no writer interleaves.
     """CREATE FUNCTION relata_text_stats_rebuild() RETURNS void LANGUAGE plpgsql AS $$
@@ -225,6 +241,9 @@ _PG_UP = [
 ]
 
 _PG_DOWN = [
+    "DROP TRIGGER IF EXISTS chunks_text_stats_at ON chunks",
+    "DROP TRIGGER IF EXISTS items_text_stats_at ON items",
+    "DROP FUNCTION IF EXISTS relata_text_stats_truncate()",
     "DROP TRIGGER IF EXISTS workspaces_text_stats_ad ON workspaces",
     "DROP TRIGGER IF EXISTS chunks_text_stats_ad ON chunks",
     "DROP TRIGGER IF EXISTS chunks_text_stats_au ON chunks",
