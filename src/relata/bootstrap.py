@@ -93,7 +93,7 @@ from relata.storage.sql.records import (
     SqlModelVersionRepository,
     SqlProcessingRunRepository,
 )
-from relata.storage.sql.text_search import SqlTextSearch
+from relata.storage.sql.text_search import build_text_search
 from relata.storage.sql.transient import is_transient
 from relata.storage.sql.unit_of_work import SqlUnitOfWork
 from relata.storage.vectors.factory import build_vector_store, resolve_vector_store
@@ -328,7 +328,7 @@ def build(
     reembed = _build_embedding(
         settings, clock, repos, registry, queue, pipeline, embedder, vectors, metrics, audit
     )
-    text_search = SqlTextSearch(db)
+    text_search = build_text_search(db)
     relationship_service = RelationshipService(
         repos.relationships, repos.items, repos.entities, audit=audit
     )

@@ -28,7 +28,8 @@ from relata.storage.sql.items import SqlItemRepository
 from relata.storage.sql.tables import items
 from relata.storage.sql.text_search import (
     MAX_TERMS,
-    SqlTextSearch,
+    SqlTextSearchBase,
+    build_text_search,
     fts5_query,
     marked_spans,
     query_terms,
@@ -80,7 +81,7 @@ class Store:
     db: Database
     items: SqlItemRepository
     chunks: SqlChunkRepository
-    search: SqlTextSearch
+    search: SqlTextSearchBase
     a: str
     b: str
 
@@ -132,7 +133,9 @@ def store(db: Database) -> Store:
     workspaces = SqlWorkspaceRepository(db)
     a = workspaces.create(Workspace(id=new_id(), slug="a", name="A", created_at=NOW))
     b = workspaces.create(Workspace(id=new_id(), slug="b", name="B", created_at=NOW))
-    return Store(db, SqlItemRepository(db), SqlChunkRepository(db), SqlTextSearch(db), a.id, b.id)
+    return Store(
+        db, SqlItemRepository(db), SqlChunkRepository(db), build_text_search(db), a.id, b.id
+    )
 
 
 def _ids(hits: Sequence[object]) -> list[str]:
@@ -363,7 +366,7 @@ def test_migration_indexes_existing_rows_and_downgrades_cleanly(database_url: st
         ws = SqlWorkspaceRepository(db).create(
             Workspace(id=new_id(), slug="w", name="W", created_at=NOW)
         )
-        repos = (SqlItemRepository(db), SqlChunkRepository(db), SqlTextSearch(db))
+        repos = (SqlItemRepository(db), SqlChunkRepository(db), build_text_search(db))
         seeded = Store(db, *repos, ws.id, ws.id)
         text = "Ribosomes translate messenger RNA."
         before = Item(
@@ -417,7 +420,7 @@ def test_container_exposes_text_search(container: Container) -> None:
         container.db,
         container.repos.items,
         container.repos.chunks,
-        SqlTextSearch(container.db),
+        build_text_search(container.db),
         ws.id,
         ws.id,
     )
@@ -443,7 +446,7 @@ def test_sqlite_plans_are_driven_by_the_index_and_the_workspace(tmp_path: Path) 
         ws = SqlWorkspaceRepository(db).create(
             Workspace(id=new_id(), slug="w", name="W", created_at=NOW)
         )
-        repos = (SqlItemRepository(db), SqlChunkRepository(db), SqlTextSearch(db))
+        repos = (SqlItemRepository(db), SqlChunkRepository(db), build_text_search(db))
         store = Store(db, *repos, ws.id, ws.id)
         store.add(ws.id, "Light", "light matters", pieces=["light", "matters"])
         # Some statements go to the DB-API cursor directly: trace them at the driver.
@@ -512,7 +515,7 @@ def test_sqlite_scores_are_fts5_bm25_over_a_lone_workspace(tmp_path: Path) -> No
             Workspace(id=new_id(), slug="w", name="W", created_at=NOW)
         )
         store = Store(
-            db, SqlItemRepository(db), SqlChunkRepository(db), SqlTextSearch(db), ws.id, ws.id
+            db, SqlItemRepository(db), SqlChunkRepository(db), build_text_search(db), ws.id, ws.id
         )
         words = ["enzyme", "protein", "cell", "light", "water", "membrane", "signal"]
         for n in range(40):
@@ -547,7 +550,7 @@ def test_sqlite_a_term_the_index_splits_is_matched_as_a_phrase(tmp_path: Path) -
             Workspace(id=new_id(), slug="w", name="W", created_at=NOW)
         )
         store = Store(
-            db, SqlItemRepository(db), SqlChunkRepository(db), SqlTextSearch(db), ws.id, ws.id
+            db, SqlItemRepository(db), SqlChunkRepository(db), build_text_search(db), ws.id, ws.id
         )
         phrase = store.add(ws.id, "Vessels", "The xylem phloem bundle; xylem phloem again.")
         store.add(ws.id, "Reversed", "The phloem and the xylem are apart.")

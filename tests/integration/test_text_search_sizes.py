@@ -15,14 +15,14 @@ import sqlalchemy as sa
 
 from relata.domain.models import Item, Workspace
 from relata.ids import new_id
-from relata.storage.sql import text_search
 from relata.storage.sql.accounts import SqlWorkspaceRepository
 from relata.storage.sql.base import ws_filter
 from relata.storage.sql.chunks import SqlChunkRepository
 from relata.storage.sql.engine import Database
 from relata.storage.sql.items import SqlItemRepository
 from relata.storage.sql.tables import items
-from relata.storage.sql.text_search import SqlTextSearch
+from relata.storage.sql.text_search import sqlite as text_search
+from relata.storage.sql.text_search.sqlite import SqliteTextSearch
 from tests.integration.test_text_search import Store
 from tests.support.databases import Templates
 
@@ -33,7 +33,7 @@ QUERIES = ["enzyme", "protein membrane", "light signal water cell", "kinase"]
 
 def _add(db: Database, ws: str, n: int) -> Item:
     body = " ".join(WORDS[(n * k) % len(WORDS)] for k in range(1, 3 + n % 11))
-    store = Store(db, SqlItemRepository(db), SqlChunkRepository(db), SqlTextSearch(db), ws, ws)
+    store = Store(db, SqlItemRepository(db), SqlChunkRepository(db), SqliteTextSearch(db), ws, ws)
     title = f"{WORDS[n % len(WORDS)]} report {n}"
     return store.add(ws, title, body, pieces=[body, f"{body} {WORDS[n % 3]}"])
 
@@ -52,7 +52,7 @@ def _live(ws: str) -> list[Any]:
     return [ws_filter(items, ws), items.c.deleted_at.is_(None)]
 
 
-def _results(search: SqlTextSearch, ws: str) -> list[Any]:
+def _results(search: SqliteTextSearch, ws: str) -> list[Any]:
     out: list[Any] = []
     for q in QUERIES:
         out.append([(h.id, h.score) for h in search.search_items(ws, q, limit=100)])
@@ -64,7 +64,7 @@ def _fresh(path: Path, ws: str) -> list[Any]:
     """What a connection that has remembered nothing computes."""
     db = Database.from_url(f"sqlite:///{path}")
     try:
-        return _results(SqlTextSearch(db), ws)
+        return _results(SqliteTextSearch(db), ws)
     finally:
         db.dispose()
 
@@ -98,7 +98,7 @@ def test_scores_stay_exact_whoever_commits(path: Path, size_reads: list[str]) ->
         ws = spaces.create(Workspace(id=new_id(), slug="a", name="A", created_at=NOW)).id
         b = spaces.create(Workspace(id=new_id(), slug="b", name="B", created_at=NOW)).id
         made = [_add(mine, ws, n) for n in range(30)]
-        search = SqlTextSearch(mine)
+        search = SqliteTextSearch(mine)
         assert _results(search, ws) == _fresh(path, ws)
 
         # Nothing committed since: the sizes are remembered, not read again.
@@ -145,7 +145,7 @@ def test_a_transaction_keeps_its_snapshot_and_the_next_sees_the_commit(path: Pat
     other = Database.from_url(f"sqlite:///{path}")
     try:
         ws = _workspace(mine, 12)
-        leg = SqlTextSearch(mine)._item_leg(ws, _live(ws), [])
+        leg = SqliteTextSearch(mine)._item_leg(ws, _live(ws), [])
         with mine.read() as conn:
             first = dict(leg._lengths(conn))
             _add(other, ws, 20)  # committed while this transaction reads
@@ -163,7 +163,7 @@ def test_a_write_transaction_never_leaves_its_rolled_back_sizes_behind(path: Pat
     db = Database.from_url(f"sqlite:///{path}")
     try:
         ws = _workspace(db, 8)
-        leg = SqlTextSearch(db)._item_leg(ws, _live(ws), [])
+        leg = SqliteTextSearch(db)._item_leg(ws, _live(ws), [])
         with db.read() as conn:
             committed = dict(leg._lengths(conn))
 
@@ -176,6 +176,6 @@ def test_a_write_transaction_never_leaves_its_rolled_back_sizes_behind(path: Pat
             raise Undo
         with db.read() as conn:
             assert dict(leg._lengths(conn)) == committed
-        assert _results(SqlTextSearch(db), ws) == _fresh(path, ws)
+        assert _results(SqliteTextSearch(db), ws) == _fresh(path, ws)
     finally:
         db.dispose()

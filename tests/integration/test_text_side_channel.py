@@ -23,7 +23,7 @@ from relata.domain.models import Chunk, Item, SourceType, Workspace
 from relata.ids import chunk_id, content_hash, new_id
 from relata.search.service import SearchQuery
 from relata.storage.sql.tables import items
-from relata.storage.sql.text_search import SqlTextSearch
+from relata.storage.sql.text_search import SqlTextSearchBase, build_text_search
 
 pytestmark = pytest.mark.both_dialects
 
@@ -102,7 +102,7 @@ def corpus(container: Container) -> Corpus:
     return out
 
 
-def _outputs(corpus: Corpus, search: SqlTextSearch) -> list[Any]:
+def _outputs(corpus: Corpus, search: SqlTextSearchBase) -> list[Any]:
     """Everything A can observe of the text legs, for every query."""
     seen: list[Any] = []
     for q in QUERIES:
@@ -138,7 +138,7 @@ def _fill_b(corpus: Corpus) -> list[Item]:
 
 
 def test_a_sees_the_same_text_results_whatever_b_holds(corpus: Corpus) -> None:
-    search = SqlTextSearch(corpus.c.db)
+    search = build_text_search(corpus.c.db)
     before = _outputs(corpus, search)
     # The baseline is not empty: every query but the stemmed one finds several of A's items.
     assert all(entry[2] for entry in before if entry[0] != "service")
@@ -161,7 +161,7 @@ def test_a_sees_the_same_text_results_whatever_b_holds(corpus: Corpus) -> None:
 
 
 def test_a_title_weight_other_than_the_default_is_also_unaffected(corpus: Corpus) -> None:
-    search = SqlTextSearch(corpus.c.db, title_weight=7.5)
+    search = build_text_search(corpus.c.db, title_weight=7.5)
     before = [search.search_items(corpus.a, q, limit=50) for q in QUERIES]
     _fill_b(corpus)
     assert [search.search_items(corpus.a, q, limit=50) for q in QUERIES] == before

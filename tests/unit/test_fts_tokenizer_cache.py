@@ -1,5 +1,5 @@
 """The SQLite full-text legs turn query words into index tokens with FTS5's own tokenizer and
-remember them per process (``text_search._Tokenizer``). When the memory fills up it starts
+remember them per process (``text_search.sqlite._Tokenizer``). When the memory fills up it starts
 over; a query whose words were partly remembered must still get every token (it raised
 KeyError once the cache was full, which failed items in the relationships stage of a large
 benchmark run)."""
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pysqlite3.dbapi2 as sqlite
 
-from relata.storage.sql import text_search
-from relata.storage.sql.text_search import _Tokenizer
+from relata.storage.sql.text_search import sqlite as text_search
+from relata.storage.sql.text_search.sqlite import _Tokenizer
 
 
 def test_a_full_cache_starts_over_and_still_tokenizes_every_term(monkeypatch) -> None:  # type: ignore[no-untyped-def]

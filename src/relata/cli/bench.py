@@ -12,10 +12,11 @@ from relata.cli.benchmarks import (
     load,
     relationships,
     retrieval,
+    text_legs,
 )
 
 #: In the order ``relata bench --help`` lists them; each module adds its own subcommand.
-BENCHMARKS = (ingest, embed, retrieval, entities, contradictions, relationships, load)
+BENCHMARKS = (ingest, embed, retrieval, text_legs, entities, contradictions, relationships, load)
 
 DESCRIPTION = (
     "Measure Relata on a corpus and print a report; --json ends it with the same report as "
@@ -28,8 +29,10 @@ DESCRIPTION = (
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "bench",
-        help="benchmarks: ingestion, embedding, retrieval, entities, contradictions, "
-        "relationships, load",
+        help=(
+            "benchmarks: ingestion, embedding, retrieval, text legs, entities, contradictions, "
+            "relationships, load"
+        ),
         description=DESCRIPTION,
     )
     group = p.add_subparsers(dest="benchmark", metavar="BENCHMARK", required=True)

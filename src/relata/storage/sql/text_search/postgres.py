@@ -1,0 +1,331 @@
+"""The full-text legs on PostgreSQL: generated ``tsvector`` columns with GIN indexes.
+
+Ranks with ``ts_rank`` over the document's own term frequencies. Equal scores keep id order.
+Matched terms and highlights come from ``ts_headline`` on the page of hits.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+import sqlalchemy as sa
+
+from relata.domain.ports import ChunkTextHit, TextHit
+from relata.storage.sql.base import ws_filter
+from relata.storage.sql.tables import chunks, items
+from relata.storage.sql.text_search.common import (
+    BM25_B,
+    BM25_K1,
+    BM25_MIN_IDF,
+    CLOSE,
+    OPEN,
+    SqlTextSearchBase,
+    chunk_hit,
+    distinct_words,
+    fts,
+    marked_words,
+)
+
+# ts_headline parses all the text it is given (~0.15 ms per 1,500 characters), so an item's
+# matched terms on PostgreSQL come from the title and the best passage of this much text.
+_PG_HEADLINE_CHARS = 20_000
+_PG_CONFIG: Any = sa.literal_column("'english'::regconfig")
+
+
+class PostgresTextSearch(SqlTextSearchBase):
+    """``TextSearch`` on PostgreSQL: GIN-indexed ``tsvector`` matching, ``ts_headline``."""
+
+    dialect = "postgresql"
+
+    def _items(
+        self,
+        workspace_id: str,
+        terms: list[str],
+        scope: list[Any],
+        filters: list[Any],
+        limit: int,
+    ) -> list[TextHit]:
+        return self._pg_items(workspace_id, terms, [*scope, *filters], limit)
+
+    def _chunks(
+        self,
+        workspace_id: str,
+        terms: list[str],
+        scope: list[Any],
+        filters: list[Any],
+        limit: int,
+    ) -> list[ChunkTextHit]:
+        return self._pg_chunks(workspace_id, terms, [*scope, *filters], limit)
+
+    def _phrase(self, words: list[str]) -> str:
+        return " ".join(words)  # PostgreSQL's phrase query's text
+
+    def _containing(self) -> Any:
+        return _containing()
+
+    def _index_tokens(self, conn: sa.Connection, words: list[str]) -> list[tuple[str, ...]]:
+        lexemes = [
+            sa.cast(sa.func.plainto_tsquery(_PG_CONFIG, sa.literal(w, sa.Text)), sa.Text)
+            for w in words
+        ]
+        row = conn.execute(sa.select(*lexemes)).one()
+        return [(str(v),) if v else () for v in row]
+
+    def _term_holders(
+        self, conn: sa.Connection, workspace_id: str, words: Sequence[str], per_term: int
+    ) -> Sequence[Any]:
+        scope = [ws_filter(items, workspace_id), items.c.deleted_at.is_(None)]
+        return conn.execute(_pg_term_holders(scope, words, per_term)).all()
+
+    def _pg_items(
+        self, workspace_id: str, terms: list[str], where: list[Any], limit: int
+    ) -> list[TextHit]:
+        tsq = _pg_tsquery(terms)
+        ranked = _bm25(
+            "items",
+            workspace_id,
+            terms,
+            tsq,
+            fts("items.search_vector"),
+            fts("items.search_length"),
+            [items.c.id],
+            items,
+            where,
+            limit,
+            title_weight=self._title_weight,
+        )
+        with self._db.read() as conn:
+            rows = conn.execute(ranked).all()
+            if not rows:
+                return []
+            title = _pg_headline(items.c.title, tsq, all_text=True)
+            text = _pg_headline(
+                sa.func.left(sa.func.coalesce(items.c.text, ""), _PG_HEADLINE_CHARS),
+                tsq,
+                all_text=False,
+            )
+            found = {
+                m.id: distinct_words([*marked_words(m.title), *marked_words(m.text)])
+                for m in conn.execute(
+                    sa.select(items.c.id, title.label("title"), text.label("text")).where(
+                        items.c.id.in_([r.id for r in rows])
+                    )
+                )
+            }
+        return [
+            TextHit(id=r.id, score=float(r.score), rank=n, matched_terms=found.get(r.id, ()))
+            for n, r in enumerate(rows, start=1)
+        ]
+
+    def _pg_chunks(
+        self, workspace_id: str, terms: list[str], where: list[Any], limit: int
+    ) -> list[ChunkTextHit]:
+        tsq = _pg_tsquery(terms)
+        ranked = _bm25(
+            "chunks",
+            workspace_id,
+            terms,
+            tsq,
+            fts("chunks.search_vector"),
+            fts("chunks.search_length"),
+            [chunks.c.id, chunks.c.item_id],
+            chunks.join(items, items.c.id == chunks.c.item_id),
+            where,
+            limit,
+        )
+        with self._db.read() as conn:
+            rows = conn.execute(ranked).all()
+            if not rows:
+                return []
+            headline = _pg_headline(chunks.c.text, tsq, all_text=True)
+            marked = {
+                m.id: (m.text, m.marked or "")
+                for m in conn.execute(
+                    sa.select(chunks.c.id, chunks.c.text, headline.label("marked")).where(
+                        chunks.c.id.in_([r.id for r in rows])
+                    )
+                )
+            }
+        return [
+            chunk_hit(r.id, r.item_id, float(r.score), n, *marked.get(r.id, ("", "")))
+            for n, r in enumerate(rows, start=1)
+        ]
+
+
+_STATS = sa.table(
+    "text_stats",
+    sa.column("workspace_id", sa.String),
+    sa.column("index_name", sa.String),
+    sa.column("doc_count", sa.BigInteger),
+    sa.column("total_length", sa.BigInteger),
+)
+_TERMS = sa.table(
+    "text_term_stats",
+    sa.column("workspace_id", sa.String),
+    sa.column("index_name", sa.String),
+    sa.column("term", sa.Text),
+    sa.column("doc_count", sa.BigInteger),
+)
+
+
+def _bm25(
+    index_name: str,
+    workspace_id: str,
+    terms: Sequence[str],
+    tsq: Any,
+    vector: Any,
+    length: Any,
+    keys: list[Any],
+    source: Any,
+    where: list[Any],
+    limit: int,
+    *,
+    title_weight: float = 1.0,
+) -> Any:
+    """The best ``limit`` rows of ``source`` by BM25 over the workspace's statistics:
+    ``keys`` and ``score``, best first, ties in key order.
+
+    Candidates are the rows ``where`` keeps whose vector matches ``tsq`` (the GIN index);
+    each is scored from its own vector (the query lexemes' positions, weighted: a title
+    position, weight A, counts ``title_weight``; its length in tokens) and from the
+    workspace's statistics kept by migration 0011's triggers (live rows, their total length,
+    each lexeme's document frequency): FTS5's ``bm25()`` formula and constants, so the two
+    dialects rank alike. The work is the candidates' and the query lexemes', not the
+    workspace's or the corpus's.
+    """
+    ws = workspace_id
+    lexemes = sa.func.tsvector_to_array(
+        sa.func.to_tsvector(_PG_CONFIG, sa.literal(" ".join(terms), sa.Text))
+    )
+    stats = (
+        sa.select(
+            sa.cast(_STATS.c.doc_count, sa.Float).label("n"),
+            (
+                sa.cast(_STATS.c.total_length, sa.Float)
+                / sa.func.greatest(sa.cast(_STATS.c.doc_count, sa.Float), 1.0, type_=sa.Float)
+            ).label("avgdl"),
+        )
+        .where(_STATS.c.workspace_id == ws, _STATS.c.index_name == index_name)
+        .cte("st")
+        .prefix_with("MATERIALIZED")
+    )
+    df = sa.cast(_TERMS.c.doc_count, sa.Float)
+    idf = sa.func.greatest(sa.func.ln((stats.c.n - df + 0.5) / (df + 0.5)), BM25_MIN_IDF)
+    query = (
+        sa.select(_TERMS.c.term, idf.label("idf"))
+        .select_from(_TERMS.join(stats, sa.true()))
+        .where(
+            _TERMS.c.workspace_id == ws,
+            _TERMS.c.index_name == index_name,
+            _TERMS.c.term == sa.func.any(lexemes),
+            _TERMS.c.doc_count > 0,
+        )
+        .cte("q")
+        .prefix_with("MATERIALIZED")
+    )
+    # The query's lexemes alone, cut out of each candidate's vector in C (setweight marks
+    # them, ts_filter keeps them): unnesting a whole vector costs ~100x more.
+    mark = "C"  # unused by the vectors: items' use A (title) and B (text), chunks' D
+    only = sa.func.ts_filter(
+        sa.func.setweight(vector, sa.literal_column(f"'{mark}'::\"char\""), lexemes),
+        sa.literal_column(f"'{{{mark.lower()}}}'::\"char\"[]"),
+    )
+    columns = [*keys, only.label("qv"), sa.cast(length, sa.Float).label("len")]
+    if title_weight != 1.0:
+        title = sa.func.ts_filter(vector, sa.literal_column("'{a}'::\"char\"[]"))
+        title_only = sa.func.ts_filter(
+            sa.func.setweight(title, sa.literal_column(f"'{mark}'::\"char\""), lexemes),
+            sa.literal_column(f"'{{{mark.lower()}}}'::\"char\"[]"),
+        )
+        columns.append(title_only.label("tv"))
+    candidates = (
+        sa.select(*columns)
+        .select_from(source)
+        .where(*where, vector.op("@@")(tsq))
+        .cte("cand")
+        .prefix_with("MATERIALIZED")
+    )
+    postings = _lexemes(candidates.c.qv, "u")
+    tf: Any = sa.cast(sa.func.cardinality(postings.c.positions), sa.Float)
+    joined = candidates.join(postings, sa.true()).join(query, query.c.term == postings.c.lexeme)
+    if title_weight != 1.0:
+        titled = _lexemes(candidates.c.tv, "t")
+        joined = joined.outerjoin(titled, titled.c.lexeme == postings.c.lexeme)
+        in_title = sa.func.coalesce(sa.func.cardinality(titled.c.positions), 0)
+        tf = tf + sa.literal(title_weight - 1.0, sa.Float) * in_title
+    norm = BM25_K1 * (1.0 - BM25_B + BM25_B * candidates.c.len / stats.c.avgdl)
+    score = sa.func.sum(query.c.idf * (tf * (BM25_K1 + 1.0)) / (tf + norm)).label("score")
+    cand_keys = [candidates.c[k.name] for k in keys]
+    return (
+        sa.select(*cand_keys, score)
+        .select_from(joined.join(stats, sa.true()))
+        .group_by(*cand_keys)
+        .order_by(score.desc(), cand_keys[0])
+        .limit(limit)
+    )
+
+
+def _lexemes(vector: Any, name: str) -> Any:
+    """``unnest(vector)`` as a lateral table: lexeme, positions, weights."""
+    return (
+        sa.func.unnest(vector)
+        .table_valued(
+            sa.column("lexeme", sa.Text),
+            sa.column("positions", sa.ARRAY(sa.SmallInteger)),
+            sa.column("weights", sa.ARRAY(sa.Text)),
+        )
+        .render_derived(name=name, with_types=False)
+        .lateral()
+    )
+
+
+@functools.cache
+def _containing() -> Any:
+    """``items_containing``'s statement, built once: ``phraseto_tsquery`` on the chunks'
+    GIN index."""
+    joined = chunks.join(items, items.c.id == chunks.c.item_id)
+    tsq = sa.func.phraseto_tsquery(_PG_CONFIG, sa.bindparam("phrase", type_=sa.Text))
+    return (
+        sa.select(chunks.c.item_id)
+        .select_from(joined)
+        .where(
+            chunks.c.workspace_id == sa.bindparam("ws"),
+            items.c.workspace_id == sa.bindparam("ws"),
+            fts("chunks.search_vector").op("@@")(tsq),
+            items.c.deleted_at.is_(None),
+            chunks.c.item_id != sa.bindparam("exclude"),
+        )
+        .distinct()
+        .limit(sa.bindparam("limit"))
+    )
+
+
+def _pg_term_holders(scope: list[Any], words: Sequence[str], per_term: int) -> Any:
+    branches = []
+    for k, word in enumerate(words):
+        tsq = sa.func.plainto_tsquery(_PG_CONFIG, sa.literal(word, sa.Text))
+        branch = (
+            sa.select(sa.literal(k, sa.Integer).label("k"), items.c.id)
+            .where(fts("items.search_vector").op("@@")(tsq), *scope)
+            .limit(per_term)
+        )
+        branches.append(sa.select(branch.subquery()))
+    return sa.union_all(*branches) if len(branches) > 1 else branches[0]
+
+
+def _pg_tsquery(terms: Sequence[str]) -> Any:
+    """``plainto_tsquery`` per term, ORed with ``||``: every term is a bound parameter."""
+    parts = [sa.func.plainto_tsquery(_PG_CONFIG, sa.literal(t, sa.Text)) for t in terms]
+    query: Any = parts[0]
+    for part in parts[1:]:
+        query = query.op("||")(part)
+    return query
+
+
+def _pg_headline(column: Any, tsq: Any, *, all_text: bool) -> Any:
+    options = f"StartSel={OPEN}, StopSel={CLOSE}"
+    if all_text:
+        options += ", HighlightAll=true"
+    return sa.func.ts_headline(_PG_CONFIG, column, tsq, sa.literal(options, sa.Text))
