@@ -4,10 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from relata.cli.benchmarks import contradictions, embed, entities, ingest, relationships, retrieval
+from relata.cli.benchmarks import (
+    contradictions,
+    embed,
+    entities,
+    ingest,
+    relationships,
+    retrieval,
+    serve,
+)
 
 #: In the order ``relata bench --help`` lists them; each module adds its own subcommand.
-BENCHMARKS = (ingest, embed, retrieval, entities, contradictions, relationships)
+BENCHMARKS = (ingest, embed, retrieval, entities, contradictions, relationships, serve)
 
 DESCRIPTION = (
     "Measure Relata on a corpus and print a report; --json ends it with the same report as "
