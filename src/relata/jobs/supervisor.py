@@ -20,6 +20,9 @@ queue exactly as workers on other machines do (docs/decisions/0004, 0033).
 - **A dead supervisor.** Children are told its pid and drain when it goes away
   (``runner.run_until_signalled``), so killing the supervisor leaves no orphan at work.
 
+``relata serve --processes N`` supervises its HTTP processes with the same class (ADR 36):
+``pass_fds`` hands each child the listening socket, and ``role`` names them in the log.
+
 The commands are given per child, so children need not be alike (one role per process is
 how issue 30 puts knowledge stages beside the embedder).
 """
