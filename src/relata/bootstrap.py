@@ -18,7 +18,6 @@ from relata.auth.accounts import ADDRESS_FACTOR, AccountService
 from relata.auth.invitations import InvitationService
 from relata.auth.members import MemberService
 from relata.auth.oidc import OidcService, oidc_config_from
-from relata.auth.ratelimit import FailureLimiter
 from relata.auth.sessions import SessionService
 from relata.auth.tokens import TokenService
 from relata.claims.service import ClaimService
@@ -93,6 +92,7 @@ from relata.storage.sql.records import (
     SqlModelVersionRepository,
     SqlProcessingRunRepository,
 )
+from relata.storage.sql.signin_failures import SqlFailureLimiter
 from relata.storage.sql.text_search import build_text_search
 from relata.storage.sql.transient import is_transient
 from relata.storage.sql.unit_of_work import SqlUnitOfWork
@@ -347,7 +347,7 @@ def build(
         contradictions=repos.contradictions,
         relationships=repos.relationships,
     )
-    accounts = _build_accounts(settings, clock, repos, audit, password_hasher)
+    accounts = _build_accounts(settings, clock, db, repos, audit, password_hasher)
     return Container(
         settings=settings,
         clock=clock,
@@ -422,6 +422,7 @@ def _build_oidc(
 def _build_accounts(
     settings: Settings,
     clock: Clock,
+    db: Database,
     repos: Repositories,
     audit: AuditService,
     hasher: PasswordHasher | None,
@@ -432,12 +433,16 @@ def _build_accounts(
         idle=timedelta(hours=settings.session_idle_hours),
         absolute=timedelta(days=settings.session_max_days),
     )
-    limiter = FailureLimiter(
+    # In the database: every HTTP process (``relata serve --processes N``) counts the same
+    # failures, so the limit does not multiply by N (docs/decisions/0036).
+    limiter = SqlFailureLimiter(
+        db,
         clock,
         max_failures=settings.login_max_failures,
         window_seconds=settings.login_window_seconds,
     )
-    address_limiter = FailureLimiter(
+    address_limiter = SqlFailureLimiter(
+        db,
         clock,
         max_failures=ADDRESS_FACTOR * settings.login_max_failures,
         window_seconds=settings.login_window_seconds,

@@ -126,8 +126,17 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+#: ``serve`` is one process (HTTP and workers together); ``serve-2`` a supervisor running the
+#: workers and two HTTP processes (docs/decisions/0036).
+_ARGV = {
+    "worker": ["worker"],
+    "serve": ["serve", "--processes", "1"],
+    "serve-2": ["serve", "--processes", "2"],
+}
+
+
 @pytest.mark.slow  # real processes
-@pytest.mark.parametrize("command", ["worker", "serve"])
+@pytest.mark.parametrize("command", ["worker", "serve", "serve-2"])
 def test_worker_and_serve_run_jobs_and_drain_on_sigterm(
     sqlite_jc: Container, tmp_path: Path, command: str
 ) -> None:
@@ -147,7 +156,7 @@ def test_worker_and_serve_run_jobs_and_drain_on_sigterm(
     log = tmp_path / "relata.log"
     with log.open("w") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "relata.cli.main", command],
+            [sys.executable, "-m", "relata.cli.main", *_ARGV[command]],
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -160,8 +169,10 @@ def test_worker_and_serve_run_jobs_and_drain_on_sigterm(
 
     try:
         wait_for(settled, what=f"relata {command} to settle the job")
-        if command == "serve":  # the HTTP side is up before we ask it to stop
-            wait_for(lambda: "Uvicorn running" in log.read_text(), what="HTTP to listen")
+        if command.startswith("serve"):  # the HTTP side is up before we ask it to stop
+            up = "Uvicorn running" if command == "serve" else "HTTP process serving"
+            n = 2 if command == "serve-2" else 1
+            wait_for(lambda: log.read_text().count(up) == n, what="HTTP", timeout=120)
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(30) == 0, log.read_text()
     finally:
@@ -171,5 +182,7 @@ def test_worker_and_serve_run_jobs_and_drain_on_sigterm(
     assert jc.queue.get(ws, job.id).last_error == f"no handler registered for kind {UNHANDLED!r}"
     text = log.read_text()
     assert "workers started" in text and "workers stopped" in text
-    if command == "serve":  # HTTP stops accepting first, then the workers drain
+    if command.startswith("serve"):  # HTTP stops accepting first, then the workers drain
         assert text.index("Shutting down") < text.index("workers stopped")
+    if command == "serve-2":  # both HTTP processes drained and exited cleanly
+        assert "exit_codes=[0, 0]" in text, text

@@ -3,8 +3,9 @@
 Sign-in answers an unknown user and a wrong password alike: the same error, and an Argon2
 verification in both cases (an unknown user is checked against a dummy hash), so neither the
 response nor its timing tells whether an account exists. Before verifying, the account and
-the client address are checked against the failure limiters (``relata.auth.ratelimit``), so
-guessing is slowed per account and per address; a success clears the account's counter. The
+the client address are checked against the failure limiters (``relata.auth.ratelimit``;
+counted in the database, so every HTTP process counts the same failures), so guessing is
+slowed per account and per address; a success clears the account's counter. The
 address allows ``ADDRESS_FACTOR`` times the account's failures: people behind one proxy or
 office address share it, and a few mistyped passwords there must not lock everyone out.
 Verifications run at most ``concurrency`` at once (each costs ~0.1 s and 64 MiB); a caller
@@ -23,7 +24,7 @@ import threading
 from dataclasses import dataclass
 
 from relata.auth.passwords import MAX_LENGTH, Argon2Hasher
-from relata.auth.ratelimit import FailureLimiter
+from relata.auth.ratelimit import FailureCounter
 from relata.auth.sessions import SessionService
 from relata.domain.errors import (
     Forbidden,
@@ -69,10 +70,10 @@ class AccountService:
         sessions: SessionService,
         clock: Clock,
         *,
-        limiter: FailureLimiter,
+        limiter: FailureCounter,
         audit: AuditRecorder,
         concurrency: int = 2,
-        address_limiter: FailureLimiter | None = None,
+        address_limiter: FailureCounter | None = None,
         hasher: PasswordHasher | None = None,
     ) -> None:
         self._users = users

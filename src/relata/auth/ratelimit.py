@@ -5,6 +5,10 @@ released as soon as the oldest of them leaves the window. At most ``capacity`` k
 (least recently failed evicted first), so a flood of made-up user names or addresses costs a
 bounded amount of memory; an evicted key simply starts again from zero. The counters live in
 one process: a restart forgets them, which the window would do soon anyway.
+
+``relata serve`` counts in the database instead (``storage.sql.signin_failures``), so its
+HTTP processes share one count (docs/decisions/0036-http-processes.md): both meet
+``FailureCounter``, which is what ``relata.auth.accounts`` uses.
 """
 
 from __future__ import annotations
@@ -13,8 +17,21 @@ import math
 import threading
 from collections import OrderedDict, deque
 from datetime import datetime
+from typing import Protocol
 
 from relata.domain.ports import Clock
+
+
+class FailureCounter(Protocol):
+    """Failures counted per key within a window (in memory, or shared in the database)."""
+
+    def retry_after(self, key: str) -> int | None:
+        """Seconds until ``key`` may try again, or None when it may now."""
+        ...
+
+    def fail(self, key: str) -> None: ...
+
+    def clear(self, key: str) -> None: ...
 
 
 class FailureLimiter:

@@ -12,11 +12,22 @@ from relata.cli.benchmarks import (
     load,
     relationships,
     retrieval,
+    serve,
     text_legs,
 )
 
 #: In the order ``relata bench --help`` lists them; each module adds its own subcommand.
-BENCHMARKS = (ingest, embed, retrieval, text_legs, entities, contradictions, relationships, load)
+BENCHMARKS = (
+    ingest,
+    embed,
+    retrieval,
+    text_legs,
+    entities,
+    contradictions,
+    relationships,
+    load,
+    serve,
+)
 
 DESCRIPTION = (
     "Measure Relata on a corpus and print a report; --json ends it with the same report as "
@@ -31,7 +42,7 @@ def register(sub: Any) -> None:
         "bench",
         help=(
             "benchmarks: ingestion, embedding, retrieval, text legs, entities, contradictions, "
-            "relationships, load"
+            "relationships, load, serve"
         ),
         description=DESCRIPTION,
     )

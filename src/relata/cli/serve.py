@@ -13,6 +13,7 @@ import argparse
 import functools
 import ipaddress
 import logging
+import os
 import sys
 import threading
 import time
@@ -39,8 +40,22 @@ def register(sub: Any) -> None:
         "older than RELATA_RECOVERY_GRACE_SECONDS), then serve the "
         "HTTP API on RELATA_HTTP_ADDR and run RELATA_WORKERS background workers in the same "
         "process. The start-up log names the data dir and the database in use. SIGTERM or "
-        "SIGINT stops it gracefully within RELATA_SHUTDOWN_TIMEOUT seconds.",
+        "SIGINT stops it gracefully within RELATA_SHUTDOWN_TIMEOUT seconds. With more than "
+        "one HTTP process (--processes, RELATA_HTTP_PROCESSES; one per core by default) a "
+        "supervisor does the start-up work once, runs the background workers, and restarts "
+        "an HTTP process that dies.",
     )
+    p.add_argument(
+        "--processes",
+        type=int,
+        default=None,
+        metavar="N",
+        help="HTTP processes (1-64; default RELATA_HTTP_PROCESSES, 0 = one per core; "
+        "see docs/decisions/0036)",
+    )
+    p.add_argument("--http-child", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--listen-fd", type=int, default=None, help=argparse.SUPPRESS)
+    p.add_argument("--supervisor-pid", type=int, default=None, help=argparse.SUPPRESS)
     p.set_defaults(handler=_serve)
     p = sub.add_parser(
         "migrate",
@@ -136,20 +151,20 @@ def server_config(app: Any, settings: Settings) -> uvicorn.Config:
     )
 
 
-def _serve(_: argparse.Namespace) -> int:
+def timed_server(
+    config: uvicorn.Config,
+    *,
+    early_exit: threading.Event | None = None,
+    parent_pid: int | None = None,
+) -> Any:
+    """uvicorn's server, remembering when the first shutdown signal arrived (``signalled_at``)
+    and stopping when ``early_exit`` is set (by our handlers, for a signal that came before
+    uvicorn installed its own) or, for an HTTP process of ``--processes N``, when its
+    supervisor ``parent_pid`` is gone."""
     import uvicorn
 
-    from relata.api.app import create_app
-    from relata.jobs.runner import shutdown_signals
-    from relata.storage.sql import migrate
-    from relata.web import web_routes
-
     class _TimedServer(uvicorn.Server):
-        """uvicorn's server, remembering when the first shutdown signal arrived."""
-
         signalled_at: float | None = None
-        #: Set by our own handlers: a signal that came before uvicorn installed its own.
-        early_exit: threading.Event | None = None
 
         def handle_exit(self, sig: int, frame: FrameType | None) -> None:
             if self.signalled_at is None:
@@ -157,50 +172,85 @@ def _serve(_: argparse.Namespace) -> int:
             super().handle_exit(sig, frame)
 
         async def on_tick(self, counter: int) -> bool:
-            if self.early_exit is not None and self.early_exit.is_set():
+            early = early_exit is not None and early_exit.is_set()
+            orphan = parent_pid is not None and os.getppid() != parent_pid
+            if early or orphan:
+                if orphan and not self.should_exit:
+                    log.warning(
+                        "the supervisor is gone; stopping",
+                        extra={"fields": {"supervisor_pid": parent_pid}},
+                    )
                 if self.signalled_at is None:
                     self.signalled_at = time.monotonic()
                 self.should_exit = True
             return await super().on_tick(counter)
 
+    return _TimedServer(config)
+
+
+def _prepare(c: Container) -> None:
+    """``relata serve``'s start-up work, once per start whatever the HTTP processes:
+    migrations, the default workspace, the recovery sweep, the first-account hint."""
+    from relata.storage.sql import migrate
+
+    settings = c.settings
+    rev = migrate.upgrade(c.db)
+    c.vectors.prepare()
+    c.workspaces.ensure(settings.default_workspace)
+    _recover(c)
+    if c.accounts.count() == 0:
+        print(
+            "relata: no account yet; create the first administrator with "
+            "`relata createadmin --username NAME`",
+            file=sys.stderr,
+            flush=True,
+        )
+    host, port = settings.http_addr
+    w = where(settings)
+    log.info(
+        "starting",
+        extra={
+            "fields": {
+                "addr": f"{host}:{port}",
+                "schema": rev,
+                "db": c.db.dialect,
+                "data_dir": str(w.data_dir),
+                "database": w.database,
+            }
+        },
+    )
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from relata.cli import serve_processes
+
+    if args.http_child:
+        return serve_processes.serve_child(args)
     settings = settings_or_exit()  # a bad value stops start-up here, before anything runs
     refusal = insecure_refusal(settings.http_addr[0], settings.allow_insecure_http)
     if refusal:
         raise CliError(refusal)
+    processes = serve_processes.http_processes(args.processes, settings)
+    if processes > 1:
+        return serve_processes.serve_supervised(processes, _prepare)
+    return _serve_one(settings)
+
+
+def _serve_one(settings: Settings) -> int:
+    """One process: HTTP and the background workers together (``--processes 1``)."""
+    from relata.api.app import create_app
+    from relata.jobs.runner import shutdown_signals
+    from relata.web import web_routes
+
     with open_container(schema="any") as c:
-        rev = migrate.upgrade(c.db)
-        c.vectors.prepare()
-        c.workspaces.ensure(settings.default_workspace)
-        _recover(c)
-        if c.accounts.count() == 0:
-            print(
-                "relata: no account yet; create the first administrator with "
-                "`relata createadmin --username NAME`",
-                file=sys.stderr,
-                flush=True,
-            )
-        host, port = settings.http_addr
-        w = where(settings)
-        log.info(
-            "starting",
-            extra={
-                "fields": {
-                    "addr": f"{host}:{port}",
-                    "schema": rev,
-                    "db": c.db.dialect,
-                    "data_dir": str(w.data_dir),
-                    "database": w.database,
-                }
-            },
-        )
+        _prepare(c)
         app = create_app(c, web=web_routes(c))
-        server = _TimedServer(server_config(app, settings))
         pool = c.worker_pool() if settings.workers > 0 else None
         # uvicorn restores the previous handlers and re-raises the signal it caught once it
         # has shut down; ours must be those handlers, so the re-raise cannot end the process
         # before the workers drain.
         with shutdown_signals() as sig:
-            server.early_exit = sig.event
+            server = timed_server(server_config(app, settings), early_exit=sig.event)
             if pool is not None:
                 sig.on_repeat = functools.partial(pool.cancel_all, "second shutdown signal")
                 pool.start()

@@ -411,6 +411,17 @@ SETTINGS: tuple[Setting, ...] = (
         "0 means `relata serve` runs no in-process workers.",
     ),
     Setting(
+        "RELATA_HTTP_PROCESSES",
+        "http_processes",
+        _int(0, 64),
+        "0",
+        "0-64",
+        "HTTP worker processes of `relata serve` (`--processes` overrides it); 0 means one "
+        "per core. With more than one, a supervisor runs the start-up work and the "
+        "background workers once and restarts an HTTP process that dies "
+        "(docs/decisions/0036-http-processes.md).",
+    ),
+    Setting(
         "RELATA_AI_CONCURRENCY",
         "ai_concurrency",
         _int(1, 64),
@@ -827,6 +838,7 @@ class Settings:
     shutdown_timeout: float = 30.0
     recovery_grace_seconds: int = 3600
     workers: int = 2
+    http_processes: int = 0
     ai_concurrency: int = 2
     job_max_attempts: int = 5
     job_lease_seconds: float = 60.0

@@ -20,6 +20,9 @@ queue exactly as workers on other machines do (docs/decisions/0004, 0033).
 - **A dead supervisor.** Children are told its pid and drain when it goes away
   (``runner.run_until_signalled``), so killing the supervisor leaves no orphan at work.
 
+``relata serve --processes N`` supervises its HTTP processes with the same class (ADR 36):
+``pass_fds`` hands each child the listening socket, and ``role`` names them in the log.
+
 The commands are given per child, so children need not be alike (one role per process is
 how issue 30 puts knowledge stages beside the embedder).
 """
@@ -94,6 +97,8 @@ class ProcessSupervisor:
         env: Mapping[str, str] | None = None,
         poll_seconds: float = 0.2,
         exit_grace_seconds: float = 10.0,
+        pass_fds: Sequence[int] = (),
+        role: str = "worker",
     ) -> None:
         if not commands:
             raise ValueError("a supervisor needs at least one command")
@@ -104,6 +109,9 @@ class ProcessSupervisor:
         self._poll = poll_seconds
         self._exit_grace = exit_grace_seconds
         self._lock = threading.Lock()
+        #: Descriptors every child inherits (``relata serve``'s listening socket).
+        self._pass_fds = tuple(pass_fds)
+        self._role = role  # what the log calls a child: "worker" or "HTTP"
 
     # ------------------------------------------------------------ what tests and logs see
     @property
@@ -148,17 +156,18 @@ class ProcessSupervisor:
                 env=self._env,
                 stdin=subprocess.DEVNULL,
                 process_group=0,  # a terminal's Ctrl-C goes to the supervisor only
+                pass_fds=self._pass_fds,
             )
         except OSError as exc:
             log.error(
-                "could not start a worker process",
+                f"could not start a {self._role} process",
                 extra={"fields": {"slot": child.slot, "error": type(exc).__name__}},
             )
             return self._died(child, None, time.monotonic())
         with self._lock:
             child.proc = proc
         log.info(
-            "worker process started",
+            f"{self._role} process started",
             extra={"fields": {"slot": child.slot, "pid": proc.pid, "start": child.starts}},
         )
         return True
@@ -195,12 +204,12 @@ class ProcessSupervisor:
         if code is not None:
             fields["exit"] = f"signal {signal.Signals(-code).name}" if code < 0 else code
         if child.failures > self._policy.max_restarts:
-            log.error("a worker process keeps dying; giving up", extra={"fields": fields})
+            log.error(f"a {self._role} process keeps dying; giving up", extra={"fields": fields})
             return False
         delay = self._policy.delay(child.failures)
         child.restart_at = now + delay
         fields["restart_in_s"] = round(delay, 1)
-        log.warning("worker process exited; restarting it", extra={"fields": fields})
+        log.warning(f"{self._role} process exited; restarting it", extra={"fields": fields})
         return True
 
     # ------------------------------------------------------------ stopping
@@ -218,14 +227,14 @@ class ProcessSupervisor:
         for proc in running:
             if proc.poll() is None:
                 log.warning(
-                    "a worker process did not drain in time; killing it (its jobs return "
-                    "to the queue when their leases expire)",
+                    f"a {self._role} process did not drain in time; killing it (a worker's "
+                    "jobs return to the queue when their leases expire)",
                     extra={"fields": {"pid": proc.pid}},
                 )
                 proc.kill()
                 proc.wait()
         codes = [proc.returncode for proc in running]
-        log.info("worker processes stopped", extra={"fields": {"exit_codes": codes}})
+        log.info(f"{self._role} processes stopped", extra={"fields": {"exit_codes": codes}})
 
 
 def _send(proc: subprocess.Popen[bytes], signum: int) -> None:

@@ -172,6 +172,19 @@ invitations = sa.Table(
     sa.Index(None, "workspace_id", "state", "expires_at"),
 )
 
+# Failed sign-ins (``storage.sql.signin_failures``): one row per failure of a key (an account
+# or a client address), pruned once older than the window. In the database so every HTTP
+# process of a deployment counts the same failures (docs/decisions/0036).
+signin_failures = sa.Table(
+    "signin_failures",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("key", sa.String(200), nullable=False),
+    _ts("failed_at"),
+    sa.Index(None, "key", "failed_at"),
+    sa.Index(None, "failed_at"),
+)
+
 items = sa.Table(
     "items",
     metadata,

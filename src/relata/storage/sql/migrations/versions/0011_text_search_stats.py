@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from alembic import op
 
-revision = "0011_text_search_stats"
+revision = "0011"
 down_revision = "0010"
 branch_labels = None
 depends_on = None
