@@ -141,6 +141,7 @@ def _serve(_: argparse.Namespace) -> int:
 
     from relata.api.app import create_app
     from relata.jobs.runner import shutdown_signals
+    from relata.mcp.http import McpEndpoint
     from relata.storage.sql import migrate
     from relata.web import web_routes
 
@@ -193,7 +194,7 @@ def _serve(_: argparse.Namespace) -> int:
                 }
             },
         )
-        app = create_app(c, web=web_routes(c))
+        app = create_app(c, web=web_routes(c), mcp=McpEndpoint(c))
         server = _TimedServer(server_config(app, settings))
         pool = c.worker_pool() if settings.workers > 0 else None
         # uvicorn restores the previous handlers and re-raises the signal it caught once it
