@@ -94,11 +94,8 @@ class McpEndpoint:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
             principal = await run_in_threadpool(token_principal, self.c, _bearer(scope))
-        except RelataError as exc:
-            response = domain_error_response(exc)
-            if isinstance(exc, Unauthenticated):
-                response.headers["WWW-Authenticate"] = "Bearer"
-            await response(scope, receive, send)
+        except RelataError as exc:  # 401 carries WWW-Authenticate: Bearer (api.errors)
+            await domain_error_response(exc)(scope, receive, send)
             return
         scope.setdefault("state", {})[_STATE_KEY] = principal
         manager = self._writer if principal.role.at_least(Role.EDITOR) else self._reader
