@@ -8,19 +8,22 @@ FastAPI's 422); ``/docs`` is ``relata.api.pages``, and so is ``/`` unless the we
 is plugged in (``web``, a ``relata.api.webroutes.WebRoutes``): then ``/`` and the pages are
 its, and an error on one of its paths is an HTML page rather than the JSON error shape. A
 405 lists in ``Allow`` every method the path answers, not only those of the first route that
-matched it.
+matched it. The MCP endpoint plugs in as ``mcp`` (a ``relata.api.mounts.Mounted``, served at
+its path and running for the app's lifespan).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Match
+from starlette.routing import Match, Route
 from starlette.types import Scope
 
 import relata
@@ -34,6 +37,7 @@ from relata.api.middleware import (
     RequestIdMiddleware,
     SecurityHeadersMiddleware,
 )
+from relata.api.mounts import Mounted
 from relata.api.openapi import build_openapi
 from relata.api.webroutes import WebRoutes
 from relata.domain.errors import RelataError
@@ -80,8 +84,19 @@ def _allowed_methods(app: FastAPI, scope: Any) -> list[str]:
     return allowed
 
 
-def create_app(container: Container, web: WebRoutes | None = None) -> FastAPI:
+def create_app(
+    container: Container, web: WebRoutes | None = None, mcp: Mounted | None = None
+) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        if mcp is None:
+            yield
+            return
+        async with mcp.running():
+            yield
+
     app = FastAPI(
+        lifespan=lifespan,
         title="Relata",
         version=relata.__version__,
         description="Self-hosted, evidence-grounded knowledge system.",
@@ -144,6 +159,11 @@ def create_app(container: Container, web: WebRoutes | None = None) -> FastAPI:
         return Response(body, media_type=content_type)
 
     app.include_router(v1.router)
+    if mcp is not None:
+        # An ASGI endpoint (not a FastAPI route): it authenticates its own callers by token.
+        app.router.routes.append(
+            Route(mcp.path, endpoint=mcp, methods=["GET", "POST", "DELETE"], name="mcp")
+        )
     if web is not None:
         app.include_router(web.router)
     else:

@@ -27,7 +27,7 @@ from starlette.concurrency import run_in_threadpool
 
 from relata.auth.sessions import COOKIE_NAME, SECURE_COOKIE_NAME, csrf_ok
 from relata.domain.errors import Forbidden, NotFound, Unauthenticated
-from relata.domain.models import Actor
+from relata.domain.models import CLI_ACTOR, Actor
 from relata.domain.vocabulary import ActorKind, Role
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ class Principal:
     workspace_id: str
     workspace_slug: str
     user_id: str | None
-    kind: str  # "session" or "token"
+    kind: str  # "session", "token", or "cli" (``relata mcp`` on the local database)
     role: Role = Role.VIEWER
     token_id: str | None = None
     #: The session token of a cookie-authenticated request (to derive its CSRF token).
@@ -74,6 +74,8 @@ class Principal:
         """Who the audit log records for this request's actions (``relata.audit``)."""
         if self.kind == "token":
             return Actor(ActorKind.TOKEN, user_id=self.user_id, token_id=self.token_id)
+        if self.kind == "cli":
+            return CLI_ACTOR
         return Actor(ActorKind.USER, user_id=self.user_id)
 
     def require(self, role: Role, action: str) -> None:
@@ -103,6 +105,26 @@ def _bearer(request: Request) -> str | None:
     return value.strip()
 
 
+def token_principal(c: Container, secret: str, asked: str | None = None) -> Principal:
+    """The principal of an API token: its workspace (``asked``, a slug, must be that one, else
+    404) and its role; ``Unauthenticated`` for a token that is unknown, expired or revoked.
+    Reads the database: call it in a thread. Also the MCP endpoint's (``relata.mcp.http``)."""
+    found = c.tokens.authenticate(secret)
+    if found is None:
+        raise Unauthenticated("the API token is not valid")
+    ws = c.repos.workspaces.get(found.token.workspace_id)
+    if asked is not None and asked != ws.slug:
+        raise NotFound(f"workspace {asked!r} not found")
+    return Principal(
+        workspace_id=ws.id,
+        workspace_slug=ws.slug,
+        user_id=found.token.user_id,
+        kind="token",
+        role=found.role,
+        token_id=found.token.id,
+    )
+
+
 def resolve_principal(
     request: Request, form_csrf: str | None, *, viewer_may_write: bool | None = None
 ) -> Principal:
@@ -116,20 +138,7 @@ def resolve_principal(
     ).strip().lower() or None
     secret = _bearer(request)
     if secret is not None:
-        found = c.tokens.authenticate(secret)
-        if found is None:
-            raise Unauthenticated("the API token is not valid")
-        ws = c.repos.workspaces.get(found.token.workspace_id)
-        if asked is not None and asked != ws.slug:
-            raise NotFound(f"workspace {asked!r} not found")
-        p = Principal(
-            workspace_id=ws.id,
-            workspace_slug=ws.slug,
-            user_id=found.token.user_id,
-            kind="token",
-            role=found.role,
-            token_id=found.token.id,
-        )
+        p = token_principal(c, secret, asked)
     else:
         token = session_cookie(request)
         session = c.accounts.sessions.resolve(token) if token else None

@@ -5,8 +5,9 @@ Each command module exposes ``register(subparsers)``; the order of ``_COMMANDS``
 import the rest, so ``relata --help`` starts without the database, vector or model stacks.
 A ``Deferred`` command's module is imported only when that command runs: until then it is
 listed with its one-line help (a test checks it matches the module's). That is for modules
-that load a heavy stack at import: the benchmark drivers, and ``ask``, whose response schema
-brings the whole answer stack (analysis service, provider plumbing, httpx) with it.
+that load a heavy stack at import: the benchmark drivers, ``mcp`` (the MCP SDK), and ``ask``,
+whose response schema brings the whole answer stack (analysis service, provider plumbing,
+httpx) with it.
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ _BENCH = Deferred(
     "benchmarks: ingestion, embedding, retrieval, entities, contradictions, relationships, load",
 )
 
+_MCP = Deferred("mcp", "relata.cli.mcp", "serve Relata's tools to an AI agent over MCP (stdio)")
+
 _COMMANDS: tuple[ModuleType | Deferred, ...] = (
     serve,
     jobs,
@@ -65,6 +68,7 @@ _COMMANDS: tuple[ModuleType | Deferred, ...] = (
     inspect,
     search,
     _ASK,
+    _MCP,
     entities,
     claims,
     relationships,

@@ -239,12 +239,13 @@ def _serve(args: argparse.Namespace) -> int:
 def _serve_one(settings: Settings) -> int:
     """One process: HTTP and the background workers together (``--processes 1``)."""
     from relata.api.app import create_app
+    from relata.mcp.http import McpEndpoint
     from relata.jobs.runner import shutdown_signals
     from relata.web import web_routes
 
     with open_container(schema="any") as c:
         _prepare(c)
-        app = create_app(c, web=web_routes(c))
+        app = create_app(c, web=web_routes(c), mcp=McpEndpoint(c))
         pool = c.worker_pool() if settings.workers > 0 else None
         # uvicorn restores the previous handlers and re-raises the signal it caught once it
         # has shut down; ours must be those handlers, so the re-raise cannot end the process

@@ -139,6 +139,7 @@ def serve_child(args: argparse.Namespace) -> int:
     """One HTTP process: the app on the inherited socket, until SIGTERM or the supervisor
     is gone. No start-up work (the supervisor did it) and no background workers."""
     from relata.api.app import create_app
+    from relata.mcp.http import McpEndpoint
     from relata.cli.serve import server_config, timed_server
     from relata.jobs.runner import shutdown_signals
     from relata.web import web_routes
@@ -148,7 +149,7 @@ def serve_child(args: argparse.Namespace) -> int:
     settings = settings_or_exit()
     sock = socket.socket(fileno=args.listen_fd)
     with open_container(settings=settings) as c:
-        app = create_app(c, web=web_routes(c))
+        app = create_app(c, web=web_routes(c), mcp=McpEndpoint(c))
         log.info("HTTP process serving", extra={"fields": {"pid": os.getpid()}})
         # uvicorn re-raises the signal it caught once it has drained; with our handlers in
         # place that ends the process with 0 rather than by the signal.

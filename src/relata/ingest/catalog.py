@@ -102,6 +102,11 @@ class ItemCatalog:
         self._items.get(workspace_id, item_id)
         return self._chunks.list_for_item(workspace_id, item_id)
 
+    def text(self, workspace_id: str, item_id: str) -> str:
+        """The item's extracted text, empty before it is parsed (NotFound for another
+        workspace's item)."""
+        return self._items.get(workspace_id, item_id).text or ""
+
     def chunks_by_id(self, workspace_id: str, chunk_ids: Sequence[str]) -> builtins.list[Chunk]:
         """The chunks of ``chunk_ids`` in this workspace (the others are absent)."""
         unique = builtins.list(dict.fromkeys(chunk_ids))

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from relata.domain.models import Entity, Item, ItemStatus, ProcessingRun, SourceType
+from relata.domain.models import Chunk, Entity, Item, ItemStatus, ProcessingRun, SourceType
 from relata.domain.vocabulary import RunOutcome, StageKind
 from relata.schemas.entities import ItemEntityOut, item_entities_out
 
@@ -59,6 +59,37 @@ class ItemPage(BaseModel):
     next_offset: int | None = Field(description="offset of the next page; null on the last")
 
 
+class ItemTextOut(BaseModel):
+    """A window of an item's extracted text. Offsets count characters (Unicode code points)
+    from the start of the text, as every quotation's offsets into its item do."""
+
+    item_id: str
+    offset: int = Field(description="where this window starts in the text")
+    length: int = Field(description="the whole text's length in characters")
+    text: str = Field(description="the text from `offset`, at most `limit` characters")
+    next_offset: int | None = Field(description="where the next window starts; null at the end")
+
+
+class ChunkOut(BaseModel):
+    id: str
+    sequence: int = Field(description="the chunk's place in the item, from 0")
+    text: str
+    start_offset: int = Field(description="where the chunk starts in the item's text")
+    end_offset: int
+    heading_path: list[str] = Field(description="the headings the chunk is under, outermost first")
+    page: int | None = Field(description="the page it is on (PDF), else null")
+    token_count: int
+    embedding_model: str | None = Field(description="the model that embedded it, null if none")
+
+
+class ChunkPage(BaseModel):
+    item_id: str
+    chunks: list[ChunkOut]
+    limit: int
+    offset: int
+    next_offset: int | None = Field(description="offset of the next page; null on the last")
+
+
 class ReprocessOut(BaseModel):
     item: ItemOut
     job_id: str
@@ -84,6 +115,33 @@ def item_out(item: Item) -> ItemOut:
         created_at=item.created_at,
         ingested_at=item.ingested_at,
         updated_at=item.updated_at,
+    )
+
+
+def item_text_out(item_id: str, text: str, offset: int, limit: int) -> ItemTextOut:
+    """The window ``text[offset:offset + limit]`` of an item's text."""
+    window = text[offset : offset + limit]
+    end = offset + len(window)
+    return ItemTextOut(
+        item_id=item_id,
+        offset=offset,
+        length=len(text),
+        text=window,
+        next_offset=end if end < len(text) else None,
+    )
+
+
+def chunk_out(chunk: Chunk) -> ChunkOut:
+    return ChunkOut(
+        id=chunk.id,
+        sequence=chunk.sequence,
+        text=chunk.text,
+        start_offset=chunk.start_offset,
+        end_offset=chunk.end_offset,
+        heading_path=list(chunk.heading_path),
+        page=chunk.page,
+        token_count=chunk.token_count,
+        embedding_model=chunk.embedding_model,
     )
 
 

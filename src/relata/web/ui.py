@@ -28,7 +28,7 @@ _STATIC_TYPES = {".css": "text/css", ".js": "text/javascript", ".svg": "image/sv
 STATIC_FILES = frozenset(p.name for p in STATIC.iterdir() if p.suffix in _STATIC_TYPES)
 #: Paths that are not the web's (their errors keep the API's JSON shape): these, and what
 #: is under them.
-_NOT_WEB = ("/api", "/docs", "/healthz", "/readyz", "/metrics")
+_NOT_WEB = ("/api", "/docs", "/healthz", "/readyz", "/metrics", "/mcp")
 
 #: What to do next, by status, under every error page's message.
 NEXT_STEP = {

@@ -35,15 +35,24 @@ from relata.domain.vocabulary import StageKind
 from relata.ingest.service import IngestRequest
 from relata.ingest.validation import MEDIA_TYPES, display_safe, parse_bool
 from relata.schemas.items import (
+    ChunkPage,
     ItemOut,
     ItemPage,
+    ItemTextOut,
     ReprocessOut,
+    chunk_out,
     item_detail_out,
     item_out,
+    item_text_out,
 )
 from relata.schemas.relationships import related_brief_out
 
 router = APIRouter(tags=["items"])
+
+#: The most characters of an item's text one request returns (``/items/{id}/text``).
+MAX_TEXT_WINDOW = 1_000_000
+#: The most chunks one page of ``/items/{id}/chunks`` holds.
+MAX_CHUNK_PAGE = 200
 
 _FORM_FIELDS = frozenset({"file", "title", "metadata", "created_at", "allow_duplicate"})
 _MAX_FIELD_BYTES = 16 * 1024
@@ -58,6 +67,8 @@ def _item_link(path: str, method: str) -> dict[str, Any]:
 _ITEM_LINKS = {
     "GetItem": _item_link("/api/v1/items/{item_id}", "get"),
     "GetOriginal": _item_link("/api/v1/items/{item_id}/original", "get"),
+    "GetItemText": _item_link("/api/v1/items/{item_id}/text", "get"),
+    "GetItemChunks": _item_link("/api/v1/items/{item_id}/chunks", "get"),
     "ReprocessItem": _item_link("/api/v1/items/{item_id}/reprocess", "post"),
     "DeleteItem": _item_link("/api/v1/items/{item_id}", "delete"),
 }
@@ -242,6 +253,54 @@ def get_item(item_id: str, p: PrincipalDep, c: ContainerDep) -> ItemDetailOut:
     related = c.relationships.related(p.workspace_id, item_id, limit=DETAIL_RELATED)
     base = item_detail_out(detail.item, detail.runs, entities)
     return ItemDetailOut(**dict(base), related=[related_brief_out(r) for r in related])
+
+
+@router.get(
+    "/items/{item_id}/text",
+    response_model=ItemTextOut,
+    summary="A window of an item's extracted text",
+    description="The text the pipeline extracted from the original (what quotations' offsets "
+    "point into), from `offset`, at most `limit` characters; `next_offset` gives the next "
+    "window. Empty before the item is parsed.",
+    responses=errors(404),
+)
+def get_item_text(
+    item_id: str,
+    p: PrincipalDep,
+    c: ContainerDep,
+    offset: int = Query(0, ge=0, description="the first character, counted from 0"),
+    limit: int = Query(
+        100_000, ge=1, le=MAX_TEXT_WINDOW, description="at most this many characters"
+    ),
+) -> ItemTextOut:
+    return item_text_out(item_id, c.items.text(p.workspace_id, item_id), offset, limit)
+
+
+@router.get(
+    "/items/{item_id}/chunks",
+    response_model=ChunkPage,
+    summary="An item's chunks, in order",
+    description="The retrievable sections of the item's text with their offsets, heading "
+    "path and page, a page at a time.",
+    responses=errors(404),
+)
+def get_item_chunks(
+    item_id: str,
+    p: PrincipalDep,
+    c: ContainerDep,
+    limit: int = Query(50, ge=1, le=MAX_CHUNK_PAGE, description="Page size."),
+    offset: Offset = 0,
+) -> ChunkPage:
+    found = c.items.chunks(p.workspace_id, item_id)
+    page = found[offset : offset + limit]
+    more = offset + limit < len(found)
+    return ChunkPage(
+        item_id=item_id,
+        chunks=[chunk_out(x) for x in page],
+        limit=limit,
+        offset=offset,
+        next_offset=offset + limit if more else None,
+    )
 
 
 _UNSAFE_ASCII = re.compile(r"[^A-Za-z0-9._ ()-]+")
