@@ -248,7 +248,9 @@ class SearchService:
         """Under the relevance floor (ADR 40): nothing but meaning found it (no entity the
         query names, no relationship to a result that passed, and no word of the query
         other than function words like "how" or "do") and its similarity is under the
-        floor (or there is none: no embedder)."""
+        floor. A floor of 0 (off, an uncalibrated model, no embedder) calls nothing weak."""
+        if self._meaning_floor <= 0:
+            return False
         for c in explanation.legs:
             if c.leg in LEXICAL_LEGS:
                 if not c.matched_terms or not all(_function_word(t) for t in c.matched_terms):
