@@ -10,9 +10,12 @@ measures that bound for a range of floors, and, for a set of queries no document
 how many the floor turns into "nothing matched" (no lexical match anywhere, no chunk at or
 above the floor).
 
-    .venv/bin/python scripts/calibrate_relevance_floor.py ../shared/bench/scifact train [VECS.npy]
+    .venv/bin/python scripts/calibrate_relevance_floor.py ../shared/bench/scifact train \
+        [VECS.npy] [--all]
 
-(VECS.npy: where to keep the corpus's passage vectors between runs.)
+Without ``--all`` only the documents the floor could remove are embedded (a minute); with it
+the whole corpus too (VECS.npy keeps its vectors between runs), to measure how close the
+nonsense queries come to anything.
 
 Chunks approximate the chunker (abstracts are one or two chunks); the text embedded is the
 embed stage's passage (title, then the chunk). Prints one JSON object.
@@ -83,7 +86,7 @@ def chunks(text: str) -> list[str]:
     return out
 
 
-def main(dataset: Path, split: str, cache: Path | None = None) -> None:
+def main(dataset: Path, split: str, cache: Path | None = None, whole: bool = False) -> None:
     corpus = [json.loads(line) for line in (dataset / "corpus.jsonl").open()]
     queries = {
         (q := json.loads(line))["_id"]: q["text"] for line in (dataset / "queries.jsonl").open()
@@ -115,15 +118,23 @@ def main(dataset: Path, split: str, cache: Path | None = None) -> None:
     embedder = OnnxEmbedder(None)
     t0, c0 = time.perf_counter(), time.process_time()
     passages, owner = [], []
+    # Only the relevant documents that share no content word with their query can be
+    # removed by the floor: embed those (or, with the whole corpus, also measure how close
+    # the nonsense queries come to anything: --all, ~10k passages).
+    wanted = None
+    if not whole:
+        wanted = {d for q, rel in qrels.items() if q in judged for d in rel - lexical(judged[q])}
     for d in corpus:
+        if wanted is not None and d["_id"] not in wanted:
+            continue
         for c in chunks(d.get("text", "")):
             passages.append(f"{d.get('title', '')}\n{c}")
             owner.append(d["_id"])
-    if cache is not None and cache.is_file():
+    if whole and cache is not None and cache.is_file():
         vecs = np.load(cache)
     else:
         vecs = np.asarray(embedder.embed(passages, Cancel.never()), dtype=np.float32)
-        if cache is not None:
+        if whole and cache is not None:
             np.save(cache, vecs)
     qids = list(judged) + [f"nonsense:{i}" for i in range(len(NONSENSE))]
     qtexts = list(judged.values()) + NONSENSE
@@ -152,18 +163,22 @@ def main(dataset: Path, split: str, cache: Path | None = None) -> None:
                 if best < f:
                     lost_share[f] += 1 / len(rel)
                     lost_docs[f] += 1
-    nonsense = []
+    nonsense: list[dict[str, object]] = []
     for k, text in enumerate(NONSENSE):
         n = len(judged) + k
         nonsense.append(
             {
                 "query": text,
                 "lexical_matches": len(lexical(text)),
-                "best_similarity": round(float(sims[n].max()), 3),
+                "best_similarity": round(float(sims[n].max()), 3) if whole else None,
             }
         )
     empty = {
-        f: sum(1 for q in nonsense if q["lexical_matches"] == 0 and q["best_similarity"] < f)
+        f: sum(
+            1
+            for q in nonsense
+            if q["lexical_matches"] == 0 and whole and float(q["best_similarity"]) < f  # type: ignore[arg-type]
+        )
         for f in floors
     }
     print(
@@ -192,4 +207,10 @@ def main(dataset: Path, split: str, cache: Path | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3]) if len(sys.argv) > 3 else None)
+    args = [a for a in sys.argv[1:] if a != "--all"]
+    main(
+        Path(args[0]),
+        args[1],
+        Path(args[2]) if len(args) > 2 else None,
+        whole="--all" in sys.argv,
+    )

@@ -813,7 +813,7 @@ SETTINGS: tuple[Setting, ...] = (
         "auto, 0-1",
         "Relevance floor: a result that no word or entity of the query matched (found by "
         "meaning alone) is a weak match, withheld unless asked for, when its similarity is "
-        "under this. `auto`: the value calibrated for the embedding model (0.33 for the "
+        "under this. `auto`: the value calibrated for the embedding model (0.28 for the "
         "default all-MiniLM-L6-v2; no floor for a model without a calibrated value: "
         "calibrate with scripts/calibrate_relevance_floor.py); 0 turns the floor off.",
     ),

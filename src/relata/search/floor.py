@@ -13,8 +13,8 @@ from typing import Final
 
 #: Calibrated floors by model id (the part after the last "/", case-insensitive).
 CALIBRATED: Final[dict[str, float]] = {
-    "all-minilm-l6-v2": 0.33,
-    "all-minilm": 0.33,  # Ollama's name for the same model
+    "all-minilm-l6-v2": 0.28,
+    "all-minilm": 0.28,  # Ollama's name for the same model
 }
 
 
