@@ -636,7 +636,7 @@ def _floor_notes(matched: bool, weak: int, shown: bool, floor: float) -> list[st
     elif weak:
         notes.append(
             f"{weak} weak match(es) withheld: found by meaning alone, under the relevance "
-            f"floor (similarity {floor:g}); ask with weak=true to see them"
+            f"floor (similarity {floor:g}); ask with weak=true (--weak in the CLI) to see them"
         )
     return notes
 
