@@ -72,6 +72,7 @@ from relata.ranking.fusion import FusionConfig
 from relata.relationships.service import RelationshipService
 from relata.relationships.stage import RelationshipStage
 from relata.search.answers import AnswerService
+from relata.search.floor import meaning_floor
 from relata.search.service import SearchService
 from relata.storage.sql import migrate
 from relata.storage.sql.accounts import SqlUserRepository, SqlWorkspaceRepository
@@ -346,6 +347,9 @@ def build(
         entities=repos.entities,
         contradictions=repos.contradictions,
         relationships=repos.relationships,
+        meaning_floor=meaning_floor(
+            settings.search_meaning_floor, embedder.model_id if embedder else None
+        ),
     )
     accounts = _build_accounts(settings, clock, db, repos, audit, password_hasher)
     return Container(

@@ -61,6 +61,16 @@ def test_title_style_is_the_title_when_core_properties_have_none() -> None:
     assert doc.title == "Only Style Title"
 
 
+def test_the_first_heading_1_is_the_title_when_there_is_no_other() -> None:
+    data = make_docx(
+        [("p", "Draft."), ("h2", "Aside"), ("h1", "Quarterly Review"), ("h1", "Second")]
+    )
+    assert parse(data, SourceType.DOCX).title == "Quarterly Review"
+    # A Title paragraph still wins over it.
+    titled = make_docx([("h1", "Quarterly Review"), ("title", "The Title")])
+    assert parse(titled, SourceType.DOCX).title == "The Title"
+
+
 def test_tables_become_cell_lines() -> None:
     data = make_docx(
         [("h1", "Results"), ("p", "See the table.")],

@@ -325,3 +325,13 @@ def test_stored_strings_from_the_xss_corpus_render_escaped(settings: Settings) -
             assert "&lt;script&gt;window.__xss=1&lt;/script&gt;" in html  # ...escaped
             assert unsafe(html) == [], item.title
             assert unsafe(client.get(f"/w/default/items/{item.id}/delete").text) == []
+
+
+def test_the_text_comes_before_the_processing_details(
+    demo: tuple[Container, dict[str, str]],
+) -> None:
+    c, ids = demo
+    page = web_client(c).get(f"/w/default/items/{ids[PRESS]}").text
+    headings = re.findall(r'<h2 id="([a-z]+)-heading"', page)
+    assert headings.index("text") < headings.index("runs")
+    assert headings[-1] == "runs"

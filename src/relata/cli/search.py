@@ -11,7 +11,7 @@ from relata.cli.common import add_workspace_option, clip_words, open_container, 
 from relata.domain.models import SourceType
 from relata.ranking.fusion import SECONDARY_LEGS
 from relata.schemas.search import parse_legs, to_out
-from relata.search.service import SearchQuery, SearchResponse
+from relata.search.service import NOTHING_MATCHED, SearchQuery, SearchResponse
 
 _SNIPPET_CHARS = 200
 
@@ -32,6 +32,12 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--type", choices=[t.value for t in SourceType], help="only this item type")
     p.add_argument("--legs", metavar="LEGS", help="comma-separated legs to run (default: all)")
+    p.add_argument(
+        "--weak",
+        action="store_true",
+        help="also list the weak matches the relevance floor withholds (found by meaning "
+        "alone, under the floor), last and marked weak",
+    )
     p.add_argument("--json", action="store_true", help="print the API's JSON response")
     p.add_argument("--explain", action="store_true", help="show every leg's rank and share")
     p.set_defaults(handler=_search)
@@ -46,6 +52,7 @@ def _search(args: argparse.Namespace) -> int:
             offset=args.offset,
             source_type=SourceType(args.type) if args.type else None,
             legs=parse_legs(args.legs),
+            weak=args.weak,
         )
         resp = c.search.search(ws.id, query)
     if args.json:
@@ -57,14 +64,19 @@ def _search(args: argparse.Namespace) -> int:
 
 def _print(resp: SearchResponse, explain: bool) -> None:
     out = sys.stdout
+    if resp.nothing_matched:
+        print(NOTHING_MATCHED, file=out)
     for note in resp.notes:
-        print(f"note: {note}", file=out)
+        if note != NOTHING_MATCHED:
+            print(f"note: {note}", file=out)
     if not resp.results:
-        print("no results", file=out)
+        if not resp.nothing_matched:
+            print("no results", file=out)
         return
     print(f"{plural(resp.total, 'result')}; showing {len(resp.results)}", file=out)
     for r in resp.results:
-        print(f"\n{r.rank:>3}. {r.item.title}  [{r.item.source_type.value}]  id={r.item.id}")
+        weak = "  (weak match: under the relevance floor)" if r.weak else ""
+        print(f"\n{r.rank:>3}. {r.item.title}  [{r.item.source_type.value}]  id={r.item.id}{weak}")
         if r.open_contradictions:
             disputes = plural(r.open_contradictions, "open contradiction")
             print(f"     disputed: {disputes} (`relata contradictions`)")

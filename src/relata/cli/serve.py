@@ -239,8 +239,8 @@ def _serve(args: argparse.Namespace) -> int:
 def _serve_one(settings: Settings) -> int:
     """One process: HTTP and the background workers together (``--processes 1``)."""
     from relata.api.app import create_app
-    from relata.mcp.http import McpEndpoint
     from relata.jobs.runner import shutdown_signals
+    from relata.mcp.http import McpEndpoint
     from relata.web import web_routes
 
     with open_container(schema="any") as c:

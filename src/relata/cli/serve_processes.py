@@ -139,9 +139,9 @@ def serve_child(args: argparse.Namespace) -> int:
     """One HTTP process: the app on the inherited socket, until SIGTERM or the supervisor
     is gone. No start-up work (the supervisor did it) and no background workers."""
     from relata.api.app import create_app
-    from relata.mcp.http import McpEndpoint
     from relata.cli.serve import server_config, timed_server
     from relata.jobs.runner import shutdown_signals
+    from relata.mcp.http import McpEndpoint
     from relata.web import web_routes
 
     if args.listen_fd is None:

@@ -63,6 +63,15 @@ def _float(lo: float, hi: float) -> Parser:
     return parse
 
 
+def _meaning_floor(value: str) -> str:
+    """``auto`` or a similarity in [0, 1] (kept as text: ``auto`` resolves by the model)."""
+    value = value.strip().lower()
+    if value == "auto":
+        return value
+    _float(0, 1)(value)
+    return value
+
+
 def _bool(value: str) -> bool:
     v = value.strip().lower()
     if v in {"1", "true", "yes", "on"}:
@@ -807,6 +816,18 @@ SETTINGS: tuple[Setting, ...] = (
         "Fusion weight of relationship expansion for items only it found (items linked to "
         "other results); on a direct hit it explains the link without a vote.",
     ),
+    Setting(
+        "RELATA_SEARCH_MEANING_FLOOR",
+        "search_meaning_floor",
+        _meaning_floor,
+        "auto",
+        "auto, 0-1",
+        "Relevance floor: a result that no word or entity of the query matched (found by "
+        "meaning alone) is a weak match, withheld unless asked for, when its similarity is "
+        "under this. `auto`: the value calibrated for the embedding model (0.28 for the "
+        "default all-MiniLM-L6-v2; no floor for a model without a calibrated value: "
+        "calibrate with scripts/calibrate_relevance_floor.py); 0 turns the floor off.",
+    ),
 )
 
 
@@ -882,6 +903,7 @@ class Settings:
     search_weight_vector: float = 1.0
     search_weight_entity: float = 0.1
     search_weight_relationship: float = 0.05
+    search_meaning_floor: str = "auto"
 
     @property
     def data_path(self) -> Path:

@@ -18,7 +18,8 @@ paragraphs (``max_docx_paragraphs``, empty ones included), all XML elements
 Structure: paragraphs whose style (resolved through ``word/styles.xml`` and ``basedOn``) is
 "heading N", or that carry an outline level, open sections; the "Title" style is the
 document title (level 0). Tables become ``cell | cell`` lines. Core properties
-(``docProps/core.xml``) become metadata; their title wins over a Title paragraph.
+(``docProps/core.xml``) become metadata; their title wins over a Title paragraph, which wins
+over the first "heading 1" (the title of a document with no Title paragraph).
 """
 
 from __future__ import annotations
@@ -201,6 +202,8 @@ class _BodyReader:
         self.stack: list[tuple[int, str]] = []
         self.path: tuple[str, ...] = ()
         self.first_title: str | None = None
+        #: The first "heading 1": the title when there is no Title paragraph.
+        self.first_heading: str | None = None
 
     def element(self, el: Any, depth: int = 0) -> None:
         if el.tag == _P:
@@ -226,6 +229,8 @@ class _BodyReader:
         kind = "title" if level == 0 else "heading"
         if level == 0 and self.first_title is None:
             self.first_title = text
+        elif level == 1 and self.first_heading is None:
+            self.first_heading = text
         self.builder.add(text, kind=kind, heading_path=self.path, level=level, clean=False)
 
 
@@ -321,7 +326,7 @@ def _read(data: bytes, limits: ParseLimits, deadline: Deadline) -> Document:
         reader = _BodyReader(builder, _Styles(_read_small_part(archive, "word/styles.xml")))
         with stream:
             _read_body(stream, reader, deadline, limits)
-    builder.title = core_title or reader.first_title
+    builder.title = core_title or reader.first_title or reader.first_heading
     return builder.build()
 
 

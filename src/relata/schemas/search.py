@@ -29,6 +29,16 @@ class ExplanationOut(BaseModel):
     matched_terms: list[str]
     similarity: float | None
     notes: list[str]
+    nothing_matched: bool = Field(
+        default=False,
+        description="no result passed the relevance floor: no word or name of the query "
+        "matched and nothing is close in meaning",
+    )
+    weak_matches: int = Field(
+        default=0,
+        description="results under the relevance floor: withheld, or listed last and marked "
+        "weak when the request asks with weak=true",
+    )
 
 
 class ExcerptOut(BaseModel):
@@ -59,6 +69,11 @@ class ResultOut(BaseModel):
         default=0, description="open contradictions (the ledger) involving this item"
     )
     contradicted: bool = Field(default=False, description="open_contradictions > 0")
+    weak: bool = Field(
+        default=False,
+        description="a weak match: found by meaning alone, under the relevance floor "
+        "(listed only when the request asks with weak=true)",
+    )
 
 
 class SearchOut(BaseModel):
@@ -69,6 +84,16 @@ class SearchOut(BaseModel):
     results: list[ResultOut]
     legs: dict[str, str]
     notes: list[str]
+    nothing_matched: bool = Field(
+        default=False,
+        description="no result passed the relevance floor: no word or name of the query "
+        "matched and nothing is close in meaning",
+    )
+    weak_matches: int = Field(
+        default=0,
+        description="results under the relevance floor: withheld, or listed last and marked "
+        "weak when the request asks with weak=true",
+    )
 
 
 def parse_legs(raw: str | None) -> frozenset[str] | None:
@@ -94,11 +119,14 @@ def to_out(resp: SearchResponse) -> SearchOut:
         offset=resp.offset,
         legs=resp.legs,
         notes=list(resp.notes),
+        nothing_matched=resp.nothing_matched,
+        weak_matches=resp.weak_matches,
         results=[
             ResultOut(
                 rank=r.rank,
                 open_contradictions=r.open_contradictions,
                 contradicted=r.open_contradictions > 0,
+                weak=r.weak,
                 score=r.score,
                 item=ResultItemOut(
                     id=r.item.id,

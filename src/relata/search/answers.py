@@ -8,8 +8,9 @@
    to ``limit`` sources in all. Each source gets a short stable reference, ``S1``, ``S2``, ...
    in rank order, mapped to its item and chunk. The excerpt the model reads is exactly the
    excerpt the response shows.
-2. No model (``AnalysisDisabled``) or no source: the result is ``unavailable``
-   (``analysis_disabled`` / ``no_sources``) and the model is not called.
+2. No source passed search's relevance floor, or no model (``AnalysisDisabled``): the result
+   is ``unavailable`` (``no_sources``, "nothing matched", checked first: ADR 40;
+   ``analysis_disabled``) and the model is not called.
 3. Otherwise ``AnalysisService.answer`` builds the prompt (instructions only in the system
    message; every excerpt in a block bounded by a per-request random token the content cannot
    forge), calls the model and judges the reply: citations are resolved against the supplied
@@ -66,8 +67,9 @@ NO_SOURCES: Final = "no_sources"
 INSUFFICIENT_EVIDENCE: Final = "insufficient_evidence"
 
 _MESSAGES: Final[dict[str, str]] = {
-    NO_SOURCES: "no source in this workspace matches the question, so there is nothing to "
-    "answer from",
+    NO_SOURCES: "nothing matched: no source in this workspace matches the question (no word or "
+    "name of it occurs, and nothing is close to it in meaning), so there is nothing to answer "
+    "from",
     INSUFFICIENT_EVIDENCE: "the model judged the retrieved sources insufficient to answer the "
     "question",
     "degenerate_content": "the model returned an empty or placeholder answer, which is not shown",
@@ -181,11 +183,13 @@ class AnswerService:
         return select_sources(response.results, limit)
 
     def _answer(self, question: str, sources: tuple[Source, ...], cancel: Cancel) -> Answer:
+        # Sources pass search's relevance floor (ADR 40): with none, there is nothing to
+        # answer from, with or without a model, and the model is never asked.
+        if not sources:
+            return _unavailable(question, sources, NO_SOURCES)
         if not self._analysis.enabled:
             reason = self._analysis.disabled_reason
             return _unavailable(question, sources, ANALYSIS_DISABLED, reason)
-        if not sources:
-            return _unavailable(question, sources, NO_SOURCES)
         try:
             result = self._analysis.answer(
                 question, [(s.ref, s.title, s.excerpt) for s in sources], cancel

@@ -121,6 +121,8 @@ class SearchQuery:
     created_from: datetime | None = None
     created_to: datetime | None = None
     legs: frozenset[str] | None = None  # None: every available leg
+    #: Also return the weak matches the relevance floor withholds (marked as such).
+    weak: bool = False
 
     def validated(self) -> SearchQuery:
         q = self.text.strip()
@@ -148,6 +150,7 @@ class SearchQuery:
             self.created_from,
             self.created_to,
             self.legs,
+            self.weak,
         )
 
 
@@ -171,6 +174,9 @@ class SearchResult:
     excerpts: tuple[Excerpt, ...]
     #: Open contradictions (the ledger) involving this item.
     open_contradictions: int = 0
+    #: Under the relevance floor: found by meaning alone, and not close enough to count as a
+    #: match (returned only when the query asks for weak matches).
+    weak: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,6 +189,11 @@ class SearchResponse:
     legs: dict[str, str]  # leg -> "ran" | "absent" | "not requested"
     notes: tuple[str, ...]
     timings_ms: dict[str, float] = field(default_factory=dict)
+    #: Results the relevance floor withheld (``weak=False``) or marked weak (``weak=True``).
+    weak_matches: int = 0
+    #: No result passed the relevance floor: no word or name of the query matched and
+    #: nothing was close enough in meaning (weak matches may still be listed on request).
+    nothing_matched: bool = False
 
 
 class SearchService:
@@ -199,7 +210,11 @@ class SearchService:
         entities: EntityRepository | None = None,
         contradictions: ContradictionRepository | None = None,
         relationships: RelationshipRepository | None = None,
+        meaning_floor: float = 0.0,
     ) -> None:
+        if not 0.0 <= meaning_floor <= 1.0:
+            raise ValueError("meaning_floor must be between 0 and 1")
+        self._meaning_floor = meaning_floor
         self._relationships = relationships
         self._entities = entities
         self._contradictions = contradictions
@@ -223,6 +238,27 @@ class SearchService:
     @property
     def meaning_available(self) -> bool:
         return self._embedder is not None
+
+    @property
+    def meaning_floor(self) -> float:
+        """The similarity under which a result found by meaning alone is a weak match."""
+        return self._meaning_floor
+
+    def is_weak(self, explanation: Explanation) -> bool:
+        """Under the relevance floor (ADR 40): nothing but meaning found it (no entity the
+        query names, no relationship to a result that passed, and no word of the query
+        other than function words like "how" or "do") and its similarity is under the
+        floor. A floor of 0 (off, an uncalibrated model, no embedder) calls nothing weak."""
+        if self._meaning_floor <= 0:
+            return False
+        for c in explanation.legs:
+            if c.leg in LEXICAL_LEGS:
+                if not c.matched_terms or not all(_function_word(t) for t in c.matched_terms):
+                    return False
+            elif c.leg != SearchLeg.VECTOR:
+                return False
+        similarity = explanation.similarity
+        return similarity is None or similarity < self._meaning_floor
 
     def search(
         self, workspace_id: str, query: SearchQuery, cancel: Cancel | None = None
@@ -310,9 +346,14 @@ class SearchService:
             created_from=query.created_from,
             created_to=query.created_to,
         )
-        kept = _numbered(
-            [r for r in fused.results if r.id in live_ids],
-        )
+        live_results = [r for r in fused.results if r.id in live_ids]
+        # The relevance floor (ADR 40): weak matches are withheld, or listed after every
+        # match that passed when the query asks for them.
+        weak_ids = {r.id for r in live_results if self.is_weak(r.explanation)}
+        strong = [r for r in live_results if r.id not in weak_ids]
+        weak = [r for r in live_results if r.id in weak_ids]
+        kept = _numbered(strong + weak if query.weak else strong)
+        notes.extend(_floor_notes(bool(strong), len(weak_ids), query.weak, self._meaning_floor))
         window = kept[query.offset : query.offset + query.limit]
         live = {
             it.id: it
@@ -337,6 +378,7 @@ class SearchService:
                 explanation=r.explanation,
                 excerpts=excerpts.get(r.id, ()),
                 open_contradictions=disputed.get(r.id, 0),
+                weak=r.id in weak_ids,
             )
             for i, r in enumerate(page)
         )
@@ -349,6 +391,8 @@ class SearchService:
             legs=leg_state,
             notes=tuple(notes),
             timings_ms=timings,
+            weak_matches=len(weak_ids),
+            nothing_matched=not strong,
         )
 
     def _text_leg(
@@ -427,7 +471,10 @@ class SearchService:
         assert self._relationships is not None  # the caller marks the leg absent otherwise
         t0 = time.perf_counter()
         first = fuse({k: v for k, v in hits.items() if k != SearchLeg.RELATIONSHIP}, self._fusion)
-        top = [r.id for r in first.results[: 4 * EXPANSION_SEEDS]]
+        # Only results that pass the relevance floor seed the expansion: an item related to
+        # a weak match is no match either.
+        passing = [r for r in first.results if not self.is_weak(r.explanation)]
+        top = [r.id for r in passing[: 4 * EXPANSION_SEEDS]]
         live = self._items.filter_live(
             workspace_id,
             top,
@@ -572,6 +619,26 @@ class SearchService:
                 _excerpt(chunks[i], highlights.get(i, ())) for i in ids if i in chunks
             )
         return out
+
+
+NOTHING_MATCHED = "nothing matched"
+
+
+def _floor_notes(matched: bool, weak: int, shown: bool, floor: float) -> list[str]:
+    """What the response says about the relevance floor: "nothing matched" when no result
+    passed it, and how many weak matches it withheld (or lists after the others)."""
+    notes: list[str] = [] if matched else [NOTHING_MATCHED]
+    if weak and shown:
+        notes.append(
+            f"{weak} weak match(es) listed last: found by meaning alone, under the relevance "
+            f"floor (similarity {floor:g})"
+        )
+    elif weak:
+        notes.append(
+            f"{weak} weak match(es) withheld: found by meaning alone, under the relevance "
+            f"floor (similarity {floor:g}); ask with weak=true (--weak in the CLI) to see them"
+        )
+    return notes
 
 
 def _excerpt(chunk: Chunk, marks: tuple[tuple[int, int], ...]) -> Excerpt:

@@ -29,6 +29,13 @@ def search(
     legs: Annotated[
         str | None, Query(description=f"comma-separated subset of: {', '.join(LEGS)}")
     ] = None,
+    weak: Annotated[
+        bool,
+        Query(
+            description="also list the weak matches the relevance floor withholds (found by "
+            "meaning alone, under the floor), last and marked weak"
+        ),
+    ] = False,
 ) -> SearchOut:
     query = SearchQuery(
         text=q,
@@ -38,5 +45,6 @@ def search(
         created_from=instant(from_, "from"),
         created_to=instant(to, "to", end=True),
         legs=parse_legs(legs),
+        weak=weak,
     )
     return to_out(c.search.search(p.workspace_id, query))

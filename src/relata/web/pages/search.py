@@ -28,7 +28,13 @@ from relata.domain.models import SourceType
 from relata.domain.vocabulary import SearchLeg
 from relata.ranking.fusion import LEGS, SECONDARY_LEGS
 from relata.schemas.search import ExcerptOut, LegOut, ResultOut, SearchOut, parse_legs, to_out
-from relata.search.service import MAX_LIMIT, MAX_OFFSET, MAX_QUERY_CHARS, SearchQuery
+from relata.search.service import (
+    MAX_LIMIT,
+    MAX_OFFSET,
+    MAX_QUERY_CHARS,
+    NOTHING_MATCHED,
+    SearchQuery,
+)
 from relata.web.context import Page, choice, page
 from relata.web.templating import render
 from relata.web.text import MAX_SPANS, Segment, Span, segments
@@ -97,6 +103,7 @@ class ResultView:
     notes: list[str]
     matched_terms: list[str]
     open_contradictions: int
+    weak: bool = False
 
 
 def ordinal(n: int) -> str:
@@ -214,7 +221,12 @@ def result_view(who: Page, r: ResultOut) -> ResultView:
         notes=[_sentence(n) for n in r.explanation.notes],
         matched_terms=list(terms),
         open_contradictions=r.open_contradictions,
+        weak=r.weak,
     )
+
+
+def _floor_note(note: str) -> bool:
+    return note == NOTHING_MATCHED or "relevance floor" in note
 
 
 def leg_states(out: SearchOut) -> dict[str, list[str]]:
@@ -247,6 +259,7 @@ def search(
     legs: Annotated[list[str] | None, Query()] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
+    weak: bool = False,
 ) -> Response:
     c = container(request)
     wanted = _legs(legs or [])
@@ -259,6 +272,7 @@ def search(
         "to": to,
         "legs": sorted(wanted) if wanted else None,
         "limit": limit if limit != DEFAULT_LIMIT else None,
+        "weak": "true" if weak else None,
     }
     out: SearchOut | None = None
     if q.strip():
@@ -270,8 +284,12 @@ def search(
             created_from=created_from,
             created_to=created_to,
             legs=wanted,
+            weak=weak,
         )
         out = to_out(c.search.search(who.workspace_id, query))
+    # The relevance floor speaks through the page itself ("nothing matched", the link to the
+    # weak matches), not as notes.
+    notes = [n for n in out.notes if not _floor_note(n)] if out else []
     has_more = out is not None and out.offset + len(out.results) < out.total
     return render(
         request,
@@ -280,6 +298,8 @@ def search(
         q=q,
         filters=filters,
         out=out,
+        notes=notes,
+        weak=weak,
         results=[result_view(who, r) for r in out.results] if out else [],
         states=leg_states(out) if out else {},
         narrowed=bool(type or from_ or to or wanted),
