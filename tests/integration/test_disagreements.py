@@ -1,0 +1,128 @@
+"""Disagreements (docs/decisions/0038): the demo corpus plus two documents that repeat each
+side of the Sabrewing disagreement is one disagreement with two positions of two sources
+each; resolving it once closes it (its pairs too) and reprocessing keeps that; a source
+whose stated date changes reopens it with the decision in its history. A dated amendment
+(180 -> 270 days) supersedes the older clause; an event date that differs stays a
+contradiction."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from relata.bootstrap import Container
+from relata.config.settings import Settings
+from relata.domain.errors import ValidationError
+from relata.domain.models import Disagreement
+from relata.domain.vocabulary import (
+    ContradictionStatus,
+    DisagreementKind,
+    DisagreementStatus,
+    Resolution,
+)
+from relata.ingest.service import IngestRequest
+from tests.support.ingest import built, drain, workspace_id
+
+pytestmark = pytest.mark.both_dialects
+
+#: Repeats the press release's side (March 2019).
+TRADE_NOTE = b"""Tidal Energy Review: spring notes
+
+The Sabrewing Array entered commercial operation in March 2019 in the Halloran Sound.
+"""
+#: Repeats the council minutes' side (June 2021).
+GRID_BULLETIN = b"""Grid operator bulletin
+
+The Sabrewing Array was first connected to the grid in June 2021 after two winters of storms.
+"""
+
+
+@pytest.fixture
+def c(settings: Settings) -> Iterator[Container]:
+    with built(settings, embedding_provider="none") as container:
+        yield container
+
+
+def _ingest(c: Container, ws: str, name: str, data: bytes, created_at: str | None = None) -> str:
+    item = c.ingest.ingest(ws, IngestRequest(data=data, filename=name, created_at=created_at))
+    return item.id
+
+
+def _seed_with_repeats(c: Container, ws: str) -> dict[str, str]:
+    from relata.seed import demo_documents
+
+    ids = {}
+    for doc in demo_documents():
+        ids[doc.filename] = _ingest(c, ws, doc.filename, doc.data, doc.created_at)
+    ids["trade-note.txt"] = _ingest(c, ws, "trade-note.txt", TRADE_NOTE, "2019-05-01")
+    ids["grid-bulletin.txt"] = _ingest(c, ws, "grid-bulletin.txt", GRID_BULLETIN, "2021-08-01")
+    drain(c)
+    return ids
+
+
+def _sabrewing(c: Container, ws: str) -> Disagreement:
+    found = [d for d in c.claims.disagreements(ws) if "Sabrewing" in d.subject_name]
+    assert len(found) == 1, [(d.subject_name, d.topic) for d in found]
+    return found[0]
+
+
+def test_repeated_sides_are_one_disagreement_with_two_positions_of_two_sources(
+    c: Container,
+) -> None:
+    ws = workspace_id(c)
+    ids = _seed_with_repeats(c, ws)
+    d = _sabrewing(c, ws)
+    assert d.kind is DisagreementKind.CONTRADICTION and d.status is DisagreementStatus.OPEN
+    assert d.topic == "date:began_operating"
+    assert len(d.positions) == 2
+    held = {p.value: {s.item_id for s in p.sources} for p in d.positions}
+    by_year = {("2019" if "2019" in v else "2021"): items for v, items in held.items()}
+    assert by_year["2019"] == {ids["sabrewing-array-press-release.txt"], ids["trade-note.txt"]}
+    assert by_year["2021"] == {ids["harbour-council-minutes.md"], ids["grid-bulletin.txt"]}
+    # The four pair records stay underneath as the evidence.
+    pairs = [x for x in c.claims.contradictions(ws) if x.facet == "date"]
+    assert len(pairs) == 4
+    # Each source's quotation is its item's text at its offsets.
+    for p in d.positions:
+        for s in p.sources:
+            assert (c.repos.items.get(ws, s.item_id).text or "")[s.start : s.end] == s.quotation
+
+
+def test_resolving_once_closes_it_and_a_changed_date_reopens_it_with_history(
+    c: Container,
+) -> None:
+    ws = workspace_id(c)
+    ids = _seed_with_repeats(c, ws)
+    d = _sabrewing(c, ws)
+    later = next(n for n, p in enumerate(d.positions, 1) if "2021" in p.value)
+    with pytest.raises(ValidationError):
+        c.claims.resolve_disagreement(ws, d.id, Resolution.POSITION_CORRECT, by="t")
+    done = c.claims.resolve_disagreement(
+        ws, d.id, Resolution.POSITION_CORRECT, position=later, by="tester", note="grid date"
+    )
+    assert done.status is DisagreementStatus.RESOLVED and done.position == later - 1
+    # One resolution closes every pair underneath.
+    assert c.claims.contradictions(ws, status=ContradictionStatus.OPEN) == []
+    assert c.claims.disagreements(ws, status=DisagreementStatus.OPEN) == []
+    # Reprocessing keeps it.
+    for item in c.items.list(ws):
+        c.items.reprocess(ws, item.id)
+    drain(c)
+    kept = c.claims.disagreement(ws, d.id)
+    assert kept.status is DisagreementStatus.RESOLVED and kept.note == "grid date"
+    # One source now states another date: its original is edited and it is reprocessed.
+    item = c.repos.items.get(ws, ids["grid-bulletin.txt"])
+    path = c.settings.data_path / "originals" / (item.original_path or "")
+    if not path.exists():
+        path = c.settings.data_path / (item.original_path or "")
+    path.write_bytes(GRID_BULLETIN.replace(b"June 2021", b"June 2020"))
+    c.items.reprocess(ws, item.id)
+    drain(c)
+    reopened = c.claims.disagreement(ws, d.id)
+    assert reopened.status is DisagreementStatus.OPEN and reopened.resolution is None
+    last = reopened.history[-1]
+    assert last["event"] == "reopened: a position's claims changed"
+    assert last["previous_resolution"] == "position_correct"
+    assert last["previous_note"] == "grid date"
+    assert len(reopened.positions) == 3
