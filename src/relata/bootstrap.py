@@ -350,6 +350,7 @@ def build(
         entities=repos.entities,
         contradictions=repos.contradictions,
         relationships=repos.relationships,
+        disagreements=repos.disagreements,
     )
     accounts = _build_accounts(settings, clock, repos, audit, password_hasher)
     return Container(

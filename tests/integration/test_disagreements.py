@@ -76,6 +76,8 @@ def test_repeated_sides_are_one_disagreement_with_two_positions_of_two_sources(
     assert d.kind is DisagreementKind.CONTRADICTION and d.status is DisagreementStatus.OPEN
     assert d.topic == "date:began_operating"
     assert len(d.positions) == 2
+    # Every source is dated, yet an event's date does not change: no supersession.
+    assert all(len(p.dates) == 2 for p in d.positions) and d.current is None
     held = {p.value: {s.item_id for s in p.sources} for p in d.positions}
     by_year = {("2019" if "2019" in v else "2021"): items for v, items in held.items()}
     assert by_year["2019"] == {ids["sabrewing-array-press-release.txt"], ids["trade-note.txt"]}
@@ -126,3 +128,57 @@ def test_resolving_once_closes_it_and_a_changed_date_reopens_it_with_history(
     assert last["previous_resolution"] == "position_correct"
     assert last["previous_note"] == "grid date"
     assert len(reopened.positions) == 3
+
+
+AGREEMENT = b"""# Supply agreement
+
+Notice period. Under the supply agreement, Kestrel Marine Systems must give a notice period of
+180 days before any change to the turbine maintenance schedule; the notice period protects the
+council.
+"""
+AMENDMENT = b"""# First amendment to the supply agreement
+
+Under the amended supply agreement, Kestrel Marine Systems must give a notice period of 270
+days before any change to the turbine maintenance schedule.
+"""
+
+
+def test_a_dated_amendment_supersedes_the_older_clause_and_search_prefers_it(
+    c: Container,
+) -> None:
+    from relata.search.service import SearchQuery
+
+    ws = workspace_id(c)
+    old = _ingest(c, ws, "supply-agreement.md", AGREEMENT, "2020-01-15")
+    new = _ingest(c, ws, "supply-amendment.md", AMENDMENT, "2022-03-01")
+    drain(c)
+    [d] = c.claims.disagreements(ws)
+    assert d.kind is DisagreementKind.SUPERSESSION and d.status is DisagreementStatus.SUPERSEDED
+    assert d.topic == "quantity:day" and d.current is not None
+    current = d.positions[d.current]
+    assert current.value == "270 days" and {s.item_id for s in current.sources} == {new}
+    [older] = [p for n, p in enumerate(d.positions) if n != d.current]
+    assert older.value == "180 days" and {s.item_id for s in older.sources} == {old}
+    # Listed and filterable as its own status and kind.
+    assert [x.id for x in c.claims.disagreements(ws, kind=DisagreementKind.SUPERSESSION)] == [d.id]
+    assert c.claims.disagreements(ws, status=DisagreementStatus.OPEN) == []
+
+    # Search: the older clause matches the words better, yet the current one ranks first and
+    # the older says it is superseded, quoting the newer.
+    found = c.search.search(ws, SearchQuery(text="notice period")).results
+    assert [r.item.id for r in found[:2]] == [new, old]
+    assert found[0].score < found[1].score
+    assert any("superseded" in n and "270" in n for n in found[1].explanation.notes)
+    assert any("current statement" in n for n in found[0].explanation.notes)
+
+    # A person overrules it: the older clause is the one in force.
+    n_old = next(n for n, p in enumerate(d.positions, 1) if p.value == "180 days")
+    done = c.claims.resolve_disagreement(
+        ws, d.id, Resolution.POSITION_CORRECT, position=n_old, by="tester"
+    )
+    assert done.status is DisagreementStatus.RESOLVED and done.kind is DisagreementKind.SUPERSESSION
+    again = c.search.search(ws, SearchQuery(text="notice period")).results
+    assert again[0].item.id == old
+    assert not any("superseded" in n for r in again for n in r.explanation.notes)
+    with pytest.raises(ValidationError):
+        c.claims.resolve_disagreement(ws, d.id, Resolution.FIRST_CORRECT, by="tester")

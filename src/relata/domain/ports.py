@@ -546,6 +546,9 @@ class DisagreementRepository(Protocol):
         limit: int = 50,
         offset: int = 0,
     ) -> builtins.list[Disagreement]: ...
+    def supersessions(
+        self, workspace_id: str, item_ids: Sequence[str]
+    ) -> builtins.list[Disagreement]: ...
     def resolve(
         self,
         workspace_id: str,

@@ -27,6 +27,7 @@ from relata.domain.errors import Unavailable, ValidationError
 from relata.domain.models import Chunk, Entity, Item, SourceType
 from relata.domain.ports import (
     ContradictionRepository,
+    DisagreementRepository,
     Embedder,
     EntityRepository,
     RelationshipRepository,
@@ -47,6 +48,7 @@ from relata.ranking.fusion import (
 )
 from relata.relationships.explain import evidence_phrases, followed, standing
 from relata.relationships.scoring import STRONG_THRESHOLD
+from relata.search.supersession import prefer_current
 
 MAX_QUERY_CHARS = 1000
 MAX_LIMIT = 100
@@ -199,7 +201,9 @@ class SearchService:
         entities: EntityRepository | None = None,
         contradictions: ContradictionRepository | None = None,
         relationships: RelationshipRepository | None = None,
+        disagreements: DisagreementRepository | None = None,
     ) -> None:
+        self._disagreements = disagreements
         self._relationships = relationships
         self._entities = entities
         self._contradictions = contradictions
@@ -311,7 +315,7 @@ class SearchService:
             created_to=query.created_to,
         )
         kept = _numbered(
-            [r for r in fused.results if r.id in live_ids],
+            self._current_first(workspace_id, [r for r in fused.results if r.id in live_ids]),
         )
         window = kept[query.offset : query.offset + query.limit]
         live = {
@@ -350,6 +354,13 @@ class SearchService:
             notes=tuple(notes),
             timings_ms=timings,
         )
+
+    def _current_first(self, workspace_id: str, found: list[FusedResult]) -> list[FusedResult]:
+        """Current statements before the ones they supersede, and said so (ADR 38)."""
+        if self._disagreements is None or not found:
+            return found
+        superseding = self._disagreements.supersessions(workspace_id, [r.id for r in found])
+        return prefer_current(found, superseding) if superseding else found
 
     def _text_leg(
         self, workspace_id: str, query: SearchQuery, n: int, timings: dict[str, float]

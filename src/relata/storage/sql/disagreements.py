@@ -392,6 +392,46 @@ class SqlDisagreementRepository:
         out = [_disagreement(r, live) for r in rows]
         return [d for d in out if sum(1 for p in d.positions if p.sources) >= 2]
 
+    def supersessions(
+        self, workspace_id: str, item_ids: Sequence[str]
+    ) -> builtins.list[Disagreement]:
+        """The standing supersessions (``superseded``, or confirmed as ``superseded``) that
+        any of ``item_ids`` is a source of, found through their pairs' item indexes."""
+        ids = sorted(set(item_ids))[:_ID_BATCH]
+        ws = require_workspace(disagreements, workspace_id)
+        if not ids:
+            return []
+        with self._db.read() as conn:
+            keys: set[str] = set()
+            for column in (contradictions.c.first_item_id, contradictions.c.second_item_id):
+                keys |= {
+                    k
+                    for k in conn.execute(
+                        sa.select(contradictions.c.disagreement_key)
+                        .where(contradictions.c.workspace_id == ws, column.in_(ids))
+                        .distinct()
+                    ).scalars()
+                    if k
+                }
+            if not keys:
+                return []
+            rows = list(
+                conn.execute(
+                    sa.select(disagreements).where(
+                        disagreements.c.workspace_id == ws,
+                        disagreements.c.key.in_(sorted(keys)[:_ID_BATCH]),
+                        disagreements.c.kind == DisagreementKind.SUPERSESSION.value,
+                        disagreements.c.current.is_not(None),
+                        sa.or_(
+                            disagreements.c.status == DisagreementStatus.SUPERSEDED.value,
+                            disagreements.c.resolution == Resolution.SUPERSEDED.value,
+                        ),
+                    )
+                )
+            )
+            live = _live(conn, rows)
+        return [_disagreement(r, live) for r in rows]
+
     def resolve(
         self,
         workspace_id: str,
