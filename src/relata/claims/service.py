@@ -100,6 +100,12 @@ class ClaimService:
         """Record a person's resolution; audited (``contradiction.resolved``) as ``actor``."""
         if note is not None and len(note) > MAX_NOTE:
             raise ValidationError(f"note must be at most {MAX_NOTE} characters", field="note")
+        if resolution in (Resolution.POSITION_CORRECT, Resolution.SUPERSEDED):
+            raise ValidationError(
+                f"{Resolution(resolution).value} resolves a disagreement, not a pair: "
+                "first_correct, second_correct, both_valid or not_a_contradiction",
+                field="resolution",
+            )
         resolved = self._contradictions.resolve(
             workspace_id, contradiction_id, resolution, by=by, note=note.strip() if note else None
         )
