@@ -182,3 +182,99 @@ def test_a_dated_amendment_supersedes_the_older_clause_and_search_prefers_it(
     assert not any("superseded" in n for r in again for n in r.explanation.notes)
     with pytest.raises(ValidationError):
         c.claims.resolve_disagreement(ws, d.id, Resolution.FIRST_CORRECT, by="tester")
+
+
+def test_the_api_lists_filters_and_resolves_one_disagreement(c: Container) -> None:
+    from tests.support.api import api_client
+
+    ws = workspace_id(c)
+    _seed_with_repeats(c, ws)
+    d = _sabrewing(c, ws)
+    with api_client(c, raise_server_exceptions=False) as client:
+        page = client.get("/api/v1/disagreements", params={"status": "open"}).json()
+        [row] = [x for x in page["disagreements"] if x["id"] == d.id]
+        assert row["disputed"] == "when it began operating" and row["timing"] == "event"
+        assert [p["source_count"] for p in row["positions"]] == [2, 2]
+        assert row["kind"] == "contradiction" and row["current_position"] is None
+        kinds = client.get("/api/v1/disagreements", params={"kind": "supersession"}).json()
+        assert kinds["disagreements"] == []
+        assert client.get(f"/api/v1/disagreements/{d.id}").json()["id"] == d.id
+        assert client.get("/api/v1/disagreements/nope").status_code == 404
+        bad = client.post(
+            f"/api/v1/disagreements/{d.id}/resolution", json={"resolution": "position_correct"}
+        )
+        assert bad.status_code == 400 and "position" in bad.text
+        pair = c.claims.contradictions(ws)[0]
+        refused = client.post(
+            f"/api/v1/contradictions/{pair.id}/resolution",
+            json={"resolution": "position_correct"},
+        )
+        assert refused.status_code == 400
+        done = client.post(
+            f"/api/v1/disagreements/{d.id}/resolution",
+            json={"resolution": "both_valid", "note": "two milestones"},
+        )
+        assert done.status_code == 200, done.text
+        assert done.json()["status"] == "resolved" and done.json()["resolution"] == "both_valid"
+    events = [e for e in c.audit.list(ws) if e.target_id == d.id]
+    assert [str(e.action) for e in events] == ["disagreement.resolved"]
+
+
+def test_the_cli_shows_one_disagreement_with_its_positions(
+    c: Container, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import os
+
+    from relata.cli.main import main
+
+    ws = workspace_id(c)
+    _seed_with_repeats(c, ws)
+    d = _sabrewing(c, ws)
+    for key in [k for k in os.environ if k.startswith("RELATA_")]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("RELATA_DATA_DIR", c.settings.data_dir)
+    monkeypatch.setenv("RELATA_DATABASE_URL", c.settings.resolved_database_url)
+    monkeypatch.setenv("RELATA_EMBEDDING_PROVIDER", "none")
+    capsys.readouterr()
+    assert main(["contradictions"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("Sabrewing Array: when it began operating (contradiction)") == 1
+    assert "1. “14 March 2019”: 2 sources" in out and "2. “June 2021”: 2 sources" in out
+    assert "Tidal Energy Review: spring notes, 2019-05-01" in out
+    assert main(["contradictions", "--pairs"]) == 0
+    assert capsys.readouterr().out.count("Sabrewing Array: date") == 4
+    assert main(["resolve", d.id, "--as", "position_correct", "--position", "2"]) == 0
+    assert "resolved as position_correct 2" in capsys.readouterr().out
+    assert main(["contradictions", "--status", "open"]) == 0
+    assert "no disagreements (open)" in capsys.readouterr().out
+    assert main(["resolve", d.id, "--as", "position_correct", "--position", "7"]) == 1
+    assert "position from 1 to 2" in capsys.readouterr().err
+
+
+def test_the_migration_groups_an_existing_ledger(c: Container) -> None:
+    """Revision 0013 on a ledger of pairs only: one disagreement per group; a group whose
+    pairs were all dismissed keeps the dismissal."""
+    import sqlalchemy as sa
+    from alembic import command
+
+    from relata.storage.sql import migrate
+    from relata.storage.sql.tables import contradictions
+
+    ws = workspace_id(c)
+    _seed_with_repeats(c, ws)
+    for pair in c.claims.contradictions(ws):
+        c.claims.resolve(ws, pair.id, Resolution.NOT_A_CONTRADICTION, by="tester")
+    cfg = migrate._config()
+    with c.db.engine.connect() as conn:
+        cfg.attributes["connection"] = conn
+        command.downgrade(cfg, "0010")
+        conn.commit()
+        assert "disagreements" not in sa.inspect(conn).get_table_names()
+    assert migrate.upgrade(c.db) == migrate.head_revision()
+    d = _sabrewing(c, ws)
+    assert d.status is DisagreementStatus.RESOLVED
+    assert d.resolution is Resolution.NOT_A_CONTRADICTION
+    assert sorted(len({s.item_id for s in p.sources}) for p in d.positions) == [2, 2]
+    with c.db.engine.connect() as conn:
+        keys = conn.execute(sa.select(contradictions.c.disagreement_key)).scalars().all()
+    assert keys and all(keys)
