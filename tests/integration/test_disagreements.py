@@ -170,6 +170,11 @@ def test_a_dated_amendment_supersedes_the_older_clause_and_search_prefers_it(
     assert found[0].score < found[1].score
     assert any("superseded" in n and "270" in n for n in found[1].explanation.notes)
     assert any("current statement" in n for n in found[0].explanation.notes)
+    # Answers take search's order and say so (no model needed for the sources).
+    answer = c.answers.answer(ws, "What notice period must be given?")
+    by_item = {s.item_id: s for s in answer.sources}
+    assert answer.sources[0].item_id == new and by_item[new].superseded is None
+    assert by_item[old].superseded and "270" in by_item[old].superseded
 
     # A person overrules it: the older clause is the one in force.
     n_old = next(n for n, p in enumerate(d.positions, 1) if p.value == "180 days")
