@@ -283,3 +283,25 @@ def test_the_migration_groups_an_existing_ledger(c: Container) -> None:
     with c.db.engine.connect() as conn:
         keys = conn.execute(sa.select(contradictions.c.disagreement_key)).scalars().all()
     assert keys and all(keys)
+
+
+def test_a_new_source_joins_its_position_and_the_resolution_stands(c: Container) -> None:
+    from relata.seed import demo_documents
+
+    ws = workspace_id(c)
+    for doc in demo_documents():
+        _ingest(c, ws, doc.filename, doc.data, doc.created_at)
+    drain(c)
+    d = _sabrewing(c, ws)
+    assert [len(p.sources) for p in d.positions] == [1, 1]
+    c.claims.resolve_disagreement(ws, d.id, Resolution.BOTH_VALID, by="tester")
+    new = _ingest(c, ws, "grid-bulletin.txt", GRID_BULLETIN, "2021-08-01")
+    drain(c)
+    joined = c.claims.disagreement(ws, d.id)
+    assert joined.status is DisagreementStatus.RESOLVED
+    assert joined.resolution is Resolution.BOTH_VALID
+    assert joined.history[-1]["event"] == "sources joined"
+    assert joined.history[-1]["items"] == [new]
+    assert sorted(len(p.sources) for p in joined.positions) == [1, 2]
+    # The new source's pair is resolved with its disagreement.
+    assert c.claims.contradictions(ws, status=ContradictionStatus.OPEN) == []
