@@ -32,6 +32,7 @@ from relata.domain.ports import (
     ClaimRepository,
     Clock,
     ContradictionRepository,
+    DisagreementRepository,
     Embedder,
     EntityRepository,
     InvitationRepository,
@@ -80,6 +81,7 @@ from relata.storage.sql.ai_slots import local_model_gate, model_server_gate
 from relata.storage.sql.chunks import SqlChunkRepository
 from relata.storage.sql.claims import SqlClaimRepository, SqlContradictionRepository
 from relata.storage.sql.credentials import SqlApiTokenRepository, SqlSessionRepository
+from relata.storage.sql.disagreements import SqlDisagreementRepository
 from relata.storage.sql.engine import Database
 from relata.storage.sql.entities import SqlEntityRepository
 from relata.storage.sql.identities import SqlFederatedIdentities
@@ -112,6 +114,7 @@ class Repositories:
     entities: EntityRepository
     claims: ClaimRepository
     contradictions: ContradictionRepository
+    disagreements: DisagreementRepository
     relationships: RelationshipRepository
     runs: ProcessingRunRepository
     model_versions: ModelVersionRepository
@@ -265,6 +268,7 @@ def build(
         entities=SqlEntityRepository(db, clock),
         claims=SqlClaimRepository(db, clock),
         contradictions=SqlContradictionRepository(db, clock),
+        disagreements=SqlDisagreementRepository(db, clock),
         relationships=SqlRelationshipRepository(db, clock),
         runs=SqlProcessingRunRepository(db),
         model_versions=SqlModelVersionRepository(db),
@@ -350,6 +354,7 @@ def build(
         meaning_floor=meaning_floor(
             settings.search_meaning_floor, embedder.model_id if embedder else None
         ),
+        disagreements=repos.disagreements,
     )
     accounts = _build_accounts(settings, clock, db, repos, audit, password_hasher)
     return Container(
@@ -392,7 +397,13 @@ def build(
             ),
         ),
         entities=EntityService(repos.entities, repos.items, audit=audit),
-        claims=ClaimService(repos.claims, repos.contradictions, repos.items, audit=audit),
+        claims=ClaimService(
+            repos.claims,
+            repos.contradictions,
+            repos.items,
+            audit=audit,
+            disagreements=repos.disagreements,
+        ),
         relationships=relationship_service,
         audit=audit,
         accounts=accounts,

@@ -294,9 +294,9 @@ def test_resolve_the_demo_contradiction(
     page.get_by_role("navigation", name="Main").get_by_role("link", name="Contradictions").click()
     expect(page.get_by_role("heading", level=1, name="Contradictions")).to_be_visible()
     check_page(page)
-    card = page.locator("article.contradiction").first
-    contradiction_id = card.get_attribute("aria-labelledby").removeprefix("c-").removesuffix("-h")
-    card.get_by_text("Resolve this contradiction").click()
+    card = page.locator("article.disagreement").first
+    disagreement_id = card.get_attribute("aria-labelledby").removeprefix("d-").removesuffix("-h")
+    card.get_by_text("Resolve this disagreement").click()
     form = card.locator("form.resolve")
     form.get_by_role("radio").first.check()
     form.get_by_label("Note").fill("The register is the later source")
@@ -304,12 +304,15 @@ def test_resolve_the_demo_contradiction(
     expect(page.get_by_role("status").filter(has_text="Resolved.")).to_be_visible()
     check_page(page)
 
-    page.goto(relata_server.workspace_url(f"contradictions/{contradiction_id}"))
-    expect(page.locator("dl.facts-list")).to_contain_text("resolved")
-    expect(page.get_by_role("table")).to_contain_text("The register is the later source")
+    page.goto(relata_server.workspace_url("contradictions?status=resolved"))
+    expect(page.locator("article.disagreement").first).to_contain_text(
+        "The register is the later source"
+    )
     check_page(page)
-    x = api.get(f"/contradictions/{contradiction_id}").json()
+    x = api.get(f"/disagreements/{disagreement_id}").json()
     assert (x["status"], x["note"]) == ("resolved", "The register is the later source")
+    pairs = api.get("/contradictions", params={"status": "open"}).json()
+    assert pairs["contradictions"] == []  # its pairs were resolved with it
 
 
 # ---------------------------------------------------------------- settings: an API token

@@ -139,6 +139,11 @@ PROBES: dict[str, Probe] = {
     "POST /api/v1/contradictions/{contradiction_id}/resolution": P(
         path={"contradiction_id": "contradiction"}, body={"resolution": "both_valid"}
     ),
+    "GET /api/v1/disagreements": P(query={"subject": "{subject}"}),
+    "GET /api/v1/disagreements/{disagreement_id}": P(path={"disagreement_id": "disagreement"}),
+    "POST /api/v1/disagreements/{disagreement_id}/resolution": P(
+        path={"disagreement_id": "disagreement"}, body={"resolution": "both_valid"}
+    ),
     "GET /api/v1/relationships/review-queue": P(),
     "GET /api/v1/relationships/{relationship_id}": P(path={"relationship_id": "relationship"}),
     "POST /api/v1/relationships/{relationship_id}/review": P(
@@ -178,6 +183,9 @@ def _values(c: Container, ws: Workspace, username: str, token_id: str, word: str
         "relationship": _first(
             c, "SELECT min(id) FROM relationships WHERE workspace_id = :ws", ws.id
         ),
+        "disagreement": _first(
+            c, "SELECT min(id) FROM disagreements WHERE workspace_id = :ws", ws.id
+        ),
         "token": token_id,
         "invitation": _first(c, "SELECT min(id) FROM invitations WHERE workspace_id = :ws", ws.id),
         "word": word,
@@ -194,6 +202,7 @@ def _missing() -> Values:
         "username": f"nobody-{tag}",
         **{k: str(uuid.uuid4()) for k in ("item", "entity", "alias", "contradiction")},
         **{k: str(uuid.uuid4()) for k in ("relationship", "token", "invitation")},
+        "disagreement": str(uuid.uuid4()),
         "word": f"qq{tag}",
         "subject": f"Nobody {tag}",
         "memo": f"A memo about nothing in particular, number {tag}.",
@@ -253,7 +262,14 @@ def world(settings: Settings) -> Iterator[World]:
             ]
             ids += [
                 str(r[0])
-                for t in ("contradictions", "relationships", "jobs", "api_tokens", "invitations")
+                for t in (
+                    "contradictions",
+                    "disagreements",
+                    "relationships",
+                    "jobs",
+                    "api_tokens",
+                    "invitations",
+                )
                 for r in conn.execute(
                     sa.text(f"SELECT id FROM {t} WHERE workspace_id = :ws"),
                     {"ws": bravo.id},

@@ -1,9 +1,10 @@
-"""The contradiction pages: the demo's planted contradiction (when the Sabrewing Array began
-operating) listed open with both quotations side by side, their items, offsets and the
-conflicting words; one contradiction with its history; resolving it records the resolution
-and moves it to the resolved tab (never without the form's token, never by a viewer);
-another workspace's contradiction is 404; quotations and titles from the XSS corpus render
-escaped."""
+"""The contradiction pages, pair by pair (``?view=pairs``; the cards, one per disagreement,
+are tests/web/test_disagreements_page.py): the demo's planted contradiction (when the
+Sabrewing Array began operating) listed open with both quotations side by side, their
+items, offsets and the conflicting words; one contradiction with its history; resolving it
+records the resolution and moves it to the resolved tab (never without the form's token,
+never by a viewer); another workspace's contradiction is 404; quotations and titles from the
+XSS corpus render escaped."""
 
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ from tests.support.xss import leaked
 from tests.web.test_entities_pages import zebrafish
 
 LIST = "/w/default/contradictions"
+#: The pair-level records underneath the disagreements.
+PAIRS = f"{LIST}?view=pairs"
 
 
 @pytest.fixture
@@ -59,7 +62,7 @@ def test_the_open_list_shows_both_quotations_side_by_side(demo: Container) -> No
         )
     }
     client = web_client(demo, role=Role.VIEWER)
-    r = client.get(LIST)
+    r = client.get(PAIRS)
     assert r.status_code == 200 and r.text.count("<h1>") == 1
     assert _shown(r.text) == [x.id]
     assert 'aria-current="page">Open</a>' in r.text
@@ -76,12 +79,12 @@ def test_the_open_list_shows_both_quotations_side_by_side(demo: Container) -> No
     assert '<mark class="match" title="conflicting">14 March 2019</mark>' in r.text
     assert f'href="{LIST}/{x.id}">Details and history' in r.text
     assert 'name="resolution"' not in r.text  # a viewer gets no form
-    resolved = client.get(f"{LIST}?status=resolved")
+    resolved = client.get(f"{PAIRS}&status=resolved")
     assert _shown(resolved.text) == [] and "None resolved yet." in resolved.text
 
 
 def test_a_bad_status_is_a_page_naming_it(demo: Container) -> None:
-    r = web_client(demo).get(f"{LIST}?status=closed")
+    r = web_client(demo).get(f"{PAIRS}&status=closed")
     assert r.status_code == 400 and "status must be open or resolved" in r.text
 
 
@@ -94,9 +97,10 @@ def test_the_list_pages(
         ids = [x.id for x in c.claims.contradictions(_ws(c))]
         assert len(ids) == 2
         client = web_client(c)
-        first = client.get(LIST)
-        assert _shown(first.text) == ids[:1] and 'href="?offset=1" rel="next"' in first.text
-        second = client.get(f"{LIST}?offset=1")
+        first = client.get(PAIRS)
+        assert _shown(first.text) == ids[:1]
+        assert 'href="?view=pairs&amp;offset=1" rel="next"' in first.text
+        second = client.get(f"{PAIRS}&offset=1")
         assert _shown(second.text) == ids[1:] and 'rel="next"' not in second.text
 
 
@@ -114,7 +118,7 @@ def test_one_contradiction_in_full_with_its_history(demo: Container) -> None:
 def test_an_editor_gets_the_four_resolutions_in_words(demo: Container) -> None:
     x = _sabrewing(demo)
     client = web_client(demo, role=Role.EDITOR)
-    for path in (LIST, f"{LIST}/{x.id}"):
+    for path in (PAIRS, f"{LIST}/{x.id}"):
         html = client.get(path).text
         for value, words in (
             ("first_correct", "The first is correct"),
@@ -135,7 +139,7 @@ def test_resolving_the_planted_contradiction_records_the_resolution(demo: Contai
     r = _resolve(
         client, x, resolution="first_correct", note="the grid date is the start", **{"from": "list"}
     )
-    assert r.status_code == 303 and r.headers["location"] == f"{LIST}?done=resolved"
+    assert r.status_code == 303 and r.headers["location"] == f"{PAIRS}&done=resolved"
     done = demo.claims.get(_ws(demo), x.id)
     assert done.status is ContradictionStatus.RESOLVED
     assert done.resolution is Resolution.FIRST_CORRECT
@@ -143,7 +147,7 @@ def test_resolving_the_planted_contradiction_records_the_resolution(demo: Contai
     open_now = client.get(r.headers["location"])
     assert '<p class="notice" role="status">Resolved.</p>' in open_now.text
     assert _shown(open_now.text) == []
-    resolved = client.get(f"{LIST}?status=resolved")
+    resolved = client.get(f"{PAIRS}&status=resolved")
     assert _shown(resolved.text) == [x.id]
     assert "the first is correct" in resolved.text and "by rhea" in resolved.text
     assert re.search(r"the first is correct\s+<span class=\"sub\">by rhea", resolved.text)
@@ -203,7 +207,7 @@ def test_another_workspace_contradiction_is_not_found(settings: Settings) -> Non
         zebrafish(c, bravo.id)
         theirs = c.claims.contradictions(bravo.id)[0]
         client = web_client(c)
-        assert _shown(client.get(LIST).text) == []
+        assert _shown(client.get(PAIRS).text) == []
         assert client.get(f"{LIST}/{theirs.id}").status_code == 404
         assert _resolve(client, theirs, resolution="first_correct").status_code == 404
         assert c.claims.get(bravo.id, theirs.id).status is ContradictionStatus.OPEN
@@ -214,14 +218,14 @@ def test_quotations_and_titles_from_the_xss_corpus_render_escaped(settings: Sett
         zebrafish(c, _ws(c))
         x = c.claims.contradictions(_ws(c))[0]
         client = web_client(c)
-        listed = client.get(LIST)
+        listed = client.get(PAIRS)
         assert _shown(listed.text) == [x.id]
         assert "said &lt;script&gt;window.__xss=1&lt;/script&gt;." in listed.text
         assert leaked(listed.text) == []
         _resolve(
             client, x, resolution="not_a_contradiction", note="<script>window.__xss=1</script>"
         )
-        for path in (f"{LIST}/{x.id}", f"{LIST}?status=resolved"):
+        for path in (f"{LIST}/{x.id}", f"{PAIRS}&status=resolved"):
             html = client.get(path).text
             assert "&#34;&gt;&lt;img src=x" in html  # a title
             assert leaked(html) == []

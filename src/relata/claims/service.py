@@ -13,14 +13,22 @@ from __future__ import annotations
 import builtins
 
 from relata.domain.errors import ValidationError
-from relata.domain.models import SYSTEM_ACTOR, Actor, Claim, Contradiction
+from relata.domain.models import SYSTEM_ACTOR, Actor, Claim, Contradiction, Disagreement
 from relata.domain.ports import (
     AuditRecorder,
     ClaimRepository,
     ContradictionRepository,
+    DisagreementRepository,
     ItemRepository,
 )
-from relata.domain.vocabulary import AuditAction, AuditTarget, ContradictionStatus, Resolution
+from relata.domain.vocabulary import (
+    AuditAction,
+    AuditTarget,
+    ContradictionStatus,
+    DisagreementKind,
+    DisagreementStatus,
+    Resolution,
+)
 from relata.entities.normalise import normalise_name
 
 MAX_PAGE = 1000
@@ -36,7 +44,9 @@ class ClaimService:
         items: ItemRepository,
         *,
         audit: AuditRecorder,
+        disagreements: DisagreementRepository | None = None,
     ) -> None:
+        self._disagreements = disagreements
         self._claims = claims
         self._contradictions = contradictions
         self._items = items
@@ -90,6 +100,12 @@ class ClaimService:
         """Record a person's resolution; audited (``contradiction.resolved``) as ``actor``."""
         if note is not None and len(note) > MAX_NOTE:
             raise ValidationError(f"note must be at most {MAX_NOTE} characters", field="note")
+        if resolution in (Resolution.POSITION_CORRECT, Resolution.SUPERSEDED):
+            raise ValidationError(
+                f"{Resolution(resolution).value} resolves a disagreement, not a pair: "
+                "first_correct, second_correct, both_valid or not_a_contradiction",
+                field="resolution",
+            )
         resolved = self._contradictions.resolve(
             workspace_id, contradiction_id, resolution, by=by, note=note.strip() if note else None
         )
@@ -100,6 +116,77 @@ class ClaimService:
             target_kind=AuditTarget.CONTRADICTION,
             target_id=resolved.id,
             details={"resolution": Resolution(resolution).value},
+        )
+        return resolved
+
+    # ------------------------------------------------------------ disagreements (ADR 38)
+    @property
+    def _ledger(self) -> DisagreementRepository:
+        if self._disagreements is None:
+            raise RuntimeError("the claim service was built without a disagreement ledger")
+        return self._disagreements
+
+    def disagreements(
+        self,
+        workspace_id: str,
+        *,
+        status: DisagreementStatus | None = None,
+        kind: DisagreementKind | None = None,
+        subject: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> builtins.list[Disagreement]:
+        """One record per disagreement, most confident first."""
+        if not 1 <= limit <= MAX_PAGE:
+            raise ValidationError(f"limit must be 1-{MAX_PAGE}", field="limit")
+        if not 0 <= offset <= MAX_OFFSET:
+            raise ValidationError(f"offset must be 0-{MAX_OFFSET}", field="offset")
+        return self._ledger.list(
+            workspace_id,
+            status=status,
+            kind=kind,
+            subject=_subject_key(subject) if subject else None,
+            limit=limit,
+            offset=offset,
+        )
+
+    def disagreement(self, workspace_id: str, disagreement_id: str) -> Disagreement:
+        return self._ledger.get(workspace_id, disagreement_id)
+
+    def resolve_disagreement(
+        self,
+        workspace_id: str,
+        disagreement_id: str,
+        resolution: Resolution,
+        *,
+        by: str,
+        position: int | None = None,
+        note: str | None = None,
+        actor: Actor = SYSTEM_ACTOR,
+    ) -> Disagreement:
+        """A person's resolution of the whole disagreement (``position`` counts from 1 for
+        ``position_correct``); its pairs are resolved with it. Audited
+        (``disagreement.resolved``) as ``actor``."""
+        if note is not None and len(note) > MAX_NOTE:
+            raise ValidationError(f"note must be at most {MAX_NOTE} characters", field="note")
+        resolved = self._ledger.resolve(
+            workspace_id,
+            disagreement_id,
+            Resolution(resolution),
+            by=by,
+            position=position,
+            note=note.strip() if note else None,
+        )
+        details: dict[str, object] = {"resolution": Resolution(resolution).value}
+        if position is not None:
+            details["position"] = position
+        self._audit.record(
+            workspace_id,
+            AuditAction.DISAGREEMENT_RESOLVED,
+            actor,
+            target_kind=AuditTarget.DISAGREEMENT,
+            target_id=resolved.id,
+            details=details,
         )
         return resolved
 

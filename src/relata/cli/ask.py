@@ -76,6 +76,8 @@ def print_answer(ans: Answer, out: TextIO) -> None:
         snippet = clip_words(s.excerpt, _SNIPPET_CHARS)
         print(f"  [{s.ref}] {s.title}  item={s.item_id}  score={s.score:.4f}", file=out)
         print(f"       {snippet}", file=out)
+        if s.superseded:
+            print(f"       {s.superseded}", file=out)
     if ans.contradictions:
         titles = {src.item_id: src.title for src in ans.sources}
         n = len(ans.contradictions)

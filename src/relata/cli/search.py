@@ -80,6 +80,10 @@ def _print(resp: SearchResponse, explain: bool) -> None:
         if r.open_contradictions:
             disputes = plural(r.open_contradictions, "open contradiction")
             print(f"     disputed: {disputes} (`relata contradictions`)")
+        if not explain:  # a supersession is said always (ADR 38); --explain lists every note
+            for note in r.explanation.notes:
+                if note.startswith(("superseded:", "the current statement")):
+                    print(f"     {note}")
         for e in r.excerpts[:1]:
             print(f"     {clip_words(e.text, _SNIPPET_CHARS)}")
         if explain:

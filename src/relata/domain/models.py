@@ -15,6 +15,8 @@ from relata.domain.vocabulary import (
     ActorKind,
     ClaimNature,
     ContradictionStatus,
+    DisagreementKind,
+    DisagreementStatus,
     InvitationState,
     RelationshipType,
     Resolution,
@@ -362,6 +364,44 @@ class Contradiction:
     status: ContradictionStatus
     created_at: datetime
     resolution: Resolution | None = None
+    note: str | None = None
+    resolved_by: str | None = None
+    resolved_at: datetime | None = None
+    history: tuple[JSONDict, ...] = ()
+    updated_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DisagreementPosition:
+    """A value in a disagreement and every source (a claim of an item) that holds it."""
+
+    value: str
+    sources: tuple[ClaimSide, ...] = ()
+    #: Each source's date (ISO) by item id, when dated (document date or ``created_at``).
+    dates: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Disagreement:
+    """One record per disagreement (ADR 38): a subject, what is disputed (``topic``), and two
+    or more positions; the pair-level contradictions are the evidence underneath."""
+
+    id: str
+    workspace_id: str
+    subject: str
+    subject_name: str
+    topic: str
+    facet: str
+    kind: DisagreementKind
+    status: DisagreementStatus
+    positions: tuple[DisagreementPosition, ...]
+    confidence: float
+    created_at: datetime
+    #: The position that supersedes the others (a supersession), by index.
+    current: int | None = None
+    resolution: Resolution | None = None
+    #: The position a person found correct (``position_correct``), by index.
+    position: int | None = None
     note: str | None = None
     resolved_by: str | None = None
     resolved_at: datetime | None = None

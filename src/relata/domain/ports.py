@@ -23,6 +23,7 @@ from relata.domain.models import (
     Chunk,
     Claim,
     Contradiction,
+    Disagreement,
     Entity,
     EntityAlias,
     EntityObservation,
@@ -50,6 +51,8 @@ from relata.domain.vocabulary import (
     AuditAction,
     AuditTarget,
     ContradictionStatus,
+    DisagreementKind,
+    DisagreementStatus,
     InvitationState,
     RelationshipType,
     Resolution,
@@ -526,6 +529,36 @@ class ContradictionRepository(Protocol):
         by: str,
         note: str | None = None,
     ) -> Contradiction: ...
+
+
+class DisagreementRepository(Protocol):
+    """One record per disagreement (docs/decisions/0038), rebuilt from the pair-level
+    contradictions by the claims stage's write; resolved by a person through ``resolve``."""
+
+    def get(self, workspace_id: str, disagreement_id: str) -> Disagreement: ...
+    def list(
+        self,
+        workspace_id: str,
+        *,
+        status: DisagreementStatus | None = None,
+        kind: DisagreementKind | None = None,
+        subject: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> builtins.list[Disagreement]: ...
+    def supersessions(
+        self, workspace_id: str, item_ids: Sequence[str]
+    ) -> builtins.list[Disagreement]: ...
+    def resolve(
+        self,
+        workspace_id: str,
+        disagreement_id: str,
+        resolution: Resolution,
+        *,
+        by: str,
+        position: int | None = None,
+        note: str | None = None,
+    ) -> Disagreement: ...
 
 
 class RelationshipRepository(Protocol):

@@ -104,6 +104,24 @@ class Resolution(enum.StrEnum):
     BOTH_VALID = "both_valid"
     #: Dismissed: not proposed again while both claims are unchanged.
     NOT_A_CONTRADICTION = "not_a_contradiction"
+    #: A disagreement: one of its positions (``position``) is correct (ADR 38).
+    POSITION_CORRECT = "position_correct"
+    #: A supersession a person confirmed: the newer statement holds now (ADR 38).
+    SUPERSEDED = "superseded"
+
+
+class DisagreementStatus(enum.StrEnum):
+    """A disagreement's state (ADR 38): ``superseded`` is a state that can change, disputed
+    by dated sources, where the newest position holds; a person may still resolve it."""
+
+    OPEN = "open"
+    RESOLVED = "resolved"
+    SUPERSEDED = "superseded"
+
+
+class DisagreementKind(enum.StrEnum):
+    CONTRADICTION = "contradiction"
+    SUPERSESSION = "supersession"
 
 
 class AuditAction(enum.StrEnum):
@@ -118,6 +136,7 @@ class AuditAction(enum.StrEnum):
     ITEM_REPROCESSED = "item.reprocessed"
     ALIAS_DECIDED = "alias.decided"
     CONTRADICTION_RESOLVED = "contradiction.resolved"
+    DISAGREEMENT_RESOLVED = "disagreement.resolved"
     RELATIONSHIP_REVIEWED = "relationship.reviewed"
     REEMBED_STARTED = "reembed.started"
     # Accounts, sessions, tokens, members and settings (the rest of issue 15): declared so
@@ -178,6 +197,7 @@ class AuditTarget(enum.StrEnum):
     ITEM = "item"
     ALIAS = "alias"
     CONTRADICTION = "contradiction"
+    DISAGREEMENT = "disagreement"
     RELATIONSHIP = "relationship"
     USER = "user"
     TOKEN = "token"  # noqa: S105 - a word, not a secret

@@ -27,6 +27,12 @@ class SourceOut(CitationOut):
     """A retrieved excerpt, in rank order, as supplied to the model under ``ref``."""
 
     score: float = Field(description="The item's fused search score.")
+    superseded: str | None = Field(
+        default=None,
+        description="Set when a newer dated source supersedes what this one states (a "
+        "supersession in the ledger): says so and quotes the newer statement, which search "
+        "ranks first.",
+    )
 
 
 class AnswerSpanOut(BaseModel):
@@ -142,6 +148,7 @@ def to_out(ans: Answer) -> AnswerOut:
                 title=s.title,
                 excerpt=s.excerpt,
                 score=s.score,
+                superseded=s.superseded,
             )
             for s in ans.sources
         ],

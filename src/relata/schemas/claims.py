@@ -8,8 +8,15 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from relata.domain.models import Claim, ClaimSide, Contradiction
-from relata.domain.vocabulary import ClaimNature, ContradictionStatus, Resolution
+from relata.domain.disagreements import timing_of, topic_label
+from relata.domain.models import Claim, ClaimSide, Contradiction, Disagreement
+from relata.domain.vocabulary import (
+    ClaimNature,
+    ContradictionStatus,
+    DisagreementKind,
+    DisagreementStatus,
+    Resolution,
+)
 
 
 class ClaimOut(BaseModel):
@@ -73,6 +80,99 @@ class ContradictionPage(BaseModel):
 class ResolutionIn(BaseModel):
     resolution: Resolution
     note: str | None = Field(default=None, max_length=1000)
+
+
+class PositionOut(BaseModel):
+    number: int = Field(description="1, 2, ...: what `position_correct` names")
+    value: str = Field(description="the disputed value as most of its sources write it")
+    source_count: int = Field(description="how many items hold this position")
+    sources: list[SideOut] = Field(
+        description="every claim holding it, with its quotation; conflict_start/conflict_end "
+        "are the words that hold the value"
+    )
+    dates: dict[str, str] = Field(
+        description="each source's date by item id (document date or created_at), if dated"
+    )
+    current: bool = Field(description="a supersession's newest position, the one that holds")
+    superseded: bool = Field(description="a supersession's older position")
+
+
+class DisagreementOut(BaseModel):
+    id: str
+    subject: str
+    subject_key: str
+    topic: str = Field(description="what is disputed: `date:<event>`, `quantity:<unit>`, ...")
+    disputed: str = Field(description="what is disputed, in words")
+    facet: str
+    timing: str = Field(
+        description="state (can change: the newer dated statement supersedes), event (happened "
+        "once) or finding"
+    )
+    kind: DisagreementKind
+    status: DisagreementStatus
+    positions: list[PositionOut]
+    current_position: int | None = Field(description="a supersession's current position number")
+    confidence: float
+    resolution: Resolution | None
+    position: int | None = Field(description="the position found correct (position_correct)")
+    note: str | None
+    resolved_by: str | None
+    resolved_at: datetime | None
+    history: list[dict[str, Any]]
+    created_at: datetime
+    updated_at: datetime | None
+
+
+class DisagreementPage(BaseModel):
+    disagreements: list[DisagreementOut]
+    limit: int
+    offset: int
+    next_offset: int | None
+
+
+class DisagreementResolutionIn(BaseModel):
+    resolution: Resolution = Field(
+        description="position_correct (with `position`), both_valid (a different time or "
+        "context), not_a_contradiction, or superseded (confirms a supersession)"
+    )
+    position: int | None = Field(default=None, ge=1, le=1000)
+    note: str | None = Field(default=None, max_length=1000)
+
+
+def disagreement_out(d: Disagreement) -> DisagreementOut:
+    return DisagreementOut(
+        id=d.id,
+        subject=d.subject_name,
+        subject_key=d.subject,
+        topic=d.topic,
+        disputed=topic_label(d.topic),
+        facet=d.facet,
+        timing=timing_of(d.facet).value,
+        kind=d.kind,
+        status=d.status,
+        positions=[
+            PositionOut(
+                number=n,
+                value=p.value,
+                source_count=len({s.item_id for s in p.sources}),
+                sources=[side_out(s) for s in p.sources],
+                dates=dict(p.dates),
+                current=d.current == n - 1,
+                superseded=d.current is not None and d.current != n - 1,
+            )
+            for n, p in enumerate(d.positions, start=1)
+        ],
+        current_position=d.current + 1 if d.current is not None else None,
+        confidence=d.confidence,
+        resolution=d.resolution,
+        position=d.position + 1 if d.position is not None else None,
+        note=d.note,
+        resolved_by=d.resolved_by,
+        resolved_at=d.resolved_at,
+        history=[dict(h) for h in d.history],
+        created_at=d.created_at,
+        updated_at=d.updated_at,
+    )
 
 
 def claim_out(c: Claim) -> ClaimOut:

@@ -88,6 +88,9 @@ class Source:
     title: str
     excerpt: str
     score: float  # the item's fused search score
+    #: Search's note when the source states something a newer dated source supersedes
+    #: (docs/decisions/0038), else None.
+    superseded: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,6 +265,7 @@ def select_sources(results: Sequence[SearchResult], limit: int) -> tuple[Source,
             title=r.item.title,
             excerpt=r.excerpts[level].text,
             score=r.score,
+            superseded=next((x for x in r.explanation.notes if x.startswith("superseded:")), None),
         )
         for n, (_, level, r) in enumerate(picked, start=1)
     )

@@ -27,6 +27,7 @@ from relata.domain.errors import Unavailable, ValidationError
 from relata.domain.models import Chunk, Entity, Item, SourceType
 from relata.domain.ports import (
     ContradictionRepository,
+    DisagreementRepository,
     Embedder,
     EntityRepository,
     RelationshipRepository,
@@ -47,6 +48,7 @@ from relata.ranking.fusion import (
 )
 from relata.relationships.explain import evidence_phrases, followed, standing
 from relata.relationships.scoring import STRONG_THRESHOLD
+from relata.search.supersession import prefer_current
 
 MAX_QUERY_CHARS = 1000
 MAX_LIMIT = 100
@@ -211,10 +213,12 @@ class SearchService:
         contradictions: ContradictionRepository | None = None,
         relationships: RelationshipRepository | None = None,
         meaning_floor: float = 0.0,
+        disagreements: DisagreementRepository | None = None,
     ) -> None:
         if not 0.0 <= meaning_floor <= 1.0:
             raise ValueError("meaning_floor must be between 0 and 1")
         self._meaning_floor = meaning_floor
+        self._disagreements = disagreements
         self._relationships = relationships
         self._entities = entities
         self._contradictions = contradictions
@@ -352,7 +356,9 @@ class SearchService:
         weak_ids = {r.id for r in live_results if self.is_weak(r.explanation)}
         strong = [r for r in live_results if r.id not in weak_ids]
         weak = [r for r in live_results if r.id in weak_ids]
-        kept = _numbered(strong + weak if query.weak else strong)
+        kept = _numbered(
+            self._current_first(workspace_id, strong) + (weak if query.weak else []),
+        )
         notes.extend(_floor_notes(bool(strong), len(weak_ids), query.weak, self._meaning_floor))
         window = kept[query.offset : query.offset + query.limit]
         live = {
@@ -394,6 +400,13 @@ class SearchService:
             weak_matches=len(weak_ids),
             nothing_matched=not strong,
         )
+
+    def _current_first(self, workspace_id: str, found: list[FusedResult]) -> list[FusedResult]:
+        """Current statements before the ones they supersede, and said so (ADR 38)."""
+        if self._disagreements is None or not found:
+            return found
+        superseding = self._disagreements.supersessions(workspace_id, [r.id for r in found])
+        return prefer_current(found, superseding) if superseding else found
 
     def _text_leg(
         self, workspace_id: str, query: SearchQuery, n: int, timings: dict[str, float]

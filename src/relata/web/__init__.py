@@ -21,7 +21,9 @@ workspace exactly as it does for the API, so a non-member gets 404):
 ``GET /w/{slug}/entities[/{id}]``                entities and mentions
 ``GET /w/{slug}/aliases``, ``POST .../{id}``     alias candidates to confirm or reject
 ``GET /w/{slug}/review``, ``POST .../{id}``      the relationship review queue
-``GET /w/{slug}/contradictions[/{id}]``          open and resolved; ``POST .../{id}/resolve``
+``GET /w/{slug}/contradictions``                one card per disagreement (open, superseded,
+                                                 resolved); ``POST .../disagreements/{id}/resolve``
+``GET /w/{slug}/contradictions?view=pairs[/{id}]`` the pairs underneath; ``POST .../{id}/resolve``
 ``GET /w/{slug}/jobs``, ``POST .../{id}/retry``  jobs and their failures
 ``GET /w/{slug}/settings`` (and its forms)       providers, models, re-embed, tokens, members
 ``GET /w/{slug}/audit``                          the audit log (owners)

@@ -2,6 +2,10 @@
 entities, and the ledger of where sources disagree, each side with its quotation at offsets
 into its item (docs/decisions/0017-claims-and-contradictions.md).
 
+/api/v1/disagreements is the ledger as people read it (docs/decisions/0038): one record per
+disagreement (a subject, what is disputed, two or more positions with every source holding
+each); the pair-level contradictions are the evidence underneath.
+
 Workspace-scoped: another workspace's ids answer exactly like missing ones. A resolution is
 a person's and survives reprocessing.
 """
@@ -13,14 +17,18 @@ from fastapi import APIRouter, Query
 from relata.api.deps import ContainerDep, PrincipalDep
 from relata.api.openapi import errors
 from relata.api.v1.params import Offset
-from relata.domain.vocabulary import ContradictionStatus
+from relata.domain.vocabulary import ContradictionStatus, DisagreementKind, DisagreementStatus
 from relata.schemas.claims import (
     ClaimOut,
     ContradictionOut,
     ContradictionPage,
+    DisagreementOut,
+    DisagreementPage,
+    DisagreementResolutionIn,
     ResolutionIn,
     claim_out,
     contradiction_out,
+    disagreement_out,
 )
 
 #: ``subject`` is matched by its normalised name: one without a letter or digit (in any
@@ -97,3 +105,56 @@ def resolve_contradiction(
         actor=p.actor,
     )
     return contradiction_out(resolved)
+
+
+@router.get("/disagreements", response_model=DisagreementPage, responses=errors(400))
+def list_disagreements(
+    p: PrincipalDep,
+    c: ContainerDep,
+    status: DisagreementStatus | None = Query(None, description="open, resolved or superseded."),
+    kind: DisagreementKind | None = Query(None, description="contradiction or supersession."),
+    subject: str | None = Query(None, max_length=300, description=SUBJECT),
+    limit: int = Query(50, ge=1, le=1000, description="Page size."),
+    offset: Offset = 0,
+) -> DisagreementPage:
+    """One record per disagreement, positions side by side, most confident first."""
+    found = c.claims.disagreements(
+        p.workspace_id, status=status, kind=kind, subject=subject, limit=limit, offset=offset
+    )
+    return DisagreementPage(
+        disagreements=[disagreement_out(x) for x in found],
+        limit=limit,
+        offset=offset,
+        next_offset=offset + limit if len(found) == limit else None,
+    )
+
+
+@router.get(
+    "/disagreements/{disagreement_id}", response_model=DisagreementOut, responses=errors(404)
+)
+def get_disagreement(disagreement_id: str, p: PrincipalDep, c: ContainerDep) -> DisagreementOut:
+    return disagreement_out(c.claims.disagreement(p.workspace_id, disagreement_id))
+
+
+@router.post(
+    "/disagreements/{disagreement_id}/resolution",
+    response_model=DisagreementOut,
+    responses=errors(400, 404),
+)
+def resolve_disagreement(
+    disagreement_id: str, body: DisagreementResolutionIn, p: PrincipalDep, c: ContainerDep
+) -> DisagreementOut:
+    """Resolve the whole disagreement (its pairs with it): position_correct with a position
+    number, both_valid, not_a_contradiction, or superseded (confirms a supersession; any
+    other resolution overrules it). Kept through reprocessing; reopened, with history, when
+    a position's claims change."""
+    resolved = c.claims.resolve_disagreement(
+        p.workspace_id,
+        disagreement_id,
+        body.resolution,
+        by=p.user_id or p.kind,
+        position=body.position,
+        note=body.note,
+        actor=p.actor,
+    )
+    return disagreement_out(resolved)

@@ -8,6 +8,10 @@ found is upserted on its pair ``identity``: a new one is ``open``; one seen agai
 dismissed as ``not_a_contradiction`` is not proposed again); one whose content changed is
 reopened, with the earlier decision kept in its ``history``.
 
+Each pair is evidence of a disagreement (``disagreement_key``: its subject and what it
+disputes); the disagreements of the pairs recorded are rebuilt in the same write
+(``relata.storage.sql.disagreements``, docs/decisions/0038).
+
 Every claims write first takes the next number of its workspace's ``claim_writes`` row and
 stamps the claims it writes with it. A claims stage reads the last number with its candidates
 (``candidates``); in its own write, ``claims_written_after`` gives the claims other items
@@ -27,6 +31,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from relata.domain import disagreements as rules
 from relata.domain.clock import SystemClock
 from relata.domain.errors import NotFound, ValidationError
 from relata.domain.models import Claim, ClaimSide, Contradiction, FoundContradiction
@@ -34,6 +39,7 @@ from relata.domain.ports import Clock
 from relata.domain.vocabulary import ClaimNature, ContradictionStatus, Resolution
 from relata.ids import new_id
 from relata.storage.sql.base import insert_for, require_workspace, ws_filter
+from relata.storage.sql.disagreements import rebuild
 from relata.storage.sql.engine import Database
 from relata.storage.sql.tables import claim_writes, claims, contradictions, items
 
@@ -267,7 +273,10 @@ def record_contradictions(
     """Upsert what the detector found (see the module docstring); how many are new or
     reopened."""
     changed = 0
+    keys: set[str] = set()
     for f in found:
+        key = rules.disagreement_key(f.subject, rules.topic_of(f.facet, f.reason, f.identity))
+        keys.add(key)
         values = {
             "subject": f.subject[:400],
             "subject_name": f.subject_name[:300],
@@ -280,6 +289,7 @@ def record_contradictions(
             "confidence": f.confidence,
             "detector": f.detector,
             "detector_version": f.detector_version,
+            "disagreement_key": key,
         }
         ins = insert_for(dialect, contradictions).values(
             id=new_id(),
@@ -323,7 +333,10 @@ def record_contradictions(
                 }
             update["history"] = [*history, event][-_MAX_HISTORY:]
             changed += 1
+        if row.disagreement_key != key:
+            update["disagreement_key"] = key
         conn.execute(contradictions.update().where(contradictions.c.id == row.id).values(**update))
+    rebuild(conn, dialect, workspace_id, keys, now)
     return changed
 
 

@@ -450,6 +450,45 @@ contradictions = sa.Table(
     sa.Index(None, "workspace_id", "first_item_id"),
     sa.Index(None, "workspace_id", "second_item_id"),
     sa.Index(None, "workspace_id", "subject"),
+    # The disagreement the pair is evidence of (``claims.disagreements.disagreement_key``).
+    sa.Column("disagreement_key", sa.String(64)),
+    sa.Index(None, "workspace_id", "disagreement_key"),
+)
+
+# One record per disagreement (docs/decisions/0038): a subject, what is disputed (``topic``)
+# and its positions (a value and the sources holding it, JSON), rebuilt from the pair records
+# above whenever the claims stage records one of them; a person's resolution applies to the
+# whole disagreement and is kept until a position's claims change (``history``).
+disagreements = sa.Table(
+    "disagreements",
+    metadata,
+    _id(),
+    _ws(),
+    sa.Column("key", sa.String(64), nullable=False),
+    sa.Column("subject", sa.String(400), nullable=False),
+    sa.Column("subject_name", sa.String(300), nullable=False),
+    sa.Column("topic", sa.String(200), nullable=False),
+    sa.Column("facet", sa.String(32), nullable=False),
+    sa.Column("kind", sa.String(16), nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    # [{"value", "sources": [side...], "dates": {item_id: iso}}]
+    sa.Column("positions", sa.JSON, nullable=False),
+    # {item_id: statement} of every source when last decided or rebuilt: what "a position's
+    # claims changed" is measured against.
+    sa.Column("members", sa.JSON, nullable=False),
+    sa.Column("current", sa.Integer),
+    sa.Column("confidence", sa.Float, nullable=False),
+    sa.Column("resolution", sa.String(32)),
+    sa.Column("position", sa.Integer),
+    sa.Column("note", sa.String(1000)),
+    sa.Column("resolved_by", sa.String(100)),
+    _ts("resolved_at", nullable=True),
+    sa.Column("history", sa.JSON, nullable=False),
+    _ts("created_at"),
+    _ts("updated_at", nullable=True),
+    sa.UniqueConstraint("workspace_id", "key"),
+    sa.Index(None, "workspace_id", "status", "confidence"),
+    sa.Index(None, "workspace_id", "subject"),
 )
 
 # Scored, evidenced links between two items (docs/decisions/0019): one per unordered pair

@@ -109,6 +109,8 @@ class SourceView:
     item_url: str
     url: str
     segments: list[Segment]
+    #: A newer dated source supersedes what this one states (ADR 38).
+    superseded: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,6 +203,7 @@ def source_view(who: Page, s: SourceOut, supported: Sequence[tuple[int, int]]) -
         item_url=who.url(f"items/{s.item_id}"),
         url=passage_url(who, s.item_id, s.chunk_id),
         segments=segments(s.excerpt, [Span(a, b, "match") for a, b in supported]),
+        superseded=s.superseded,
     )
 
 

@@ -1,7 +1,15 @@
-"""Contradictions, open and resolved, both quotations side by side; resolve.
+"""Contradictions: one card per disagreement, positions side by side; the pairs underneath.
 
-``GET /w/{slug}/contradictions?status=open|resolved`` is the ledger the API's
-``/contradictions`` answers, paged: each entry's two quotations side by side with their
+``GET /w/{slug}/contradictions?status=open|superseded|resolved`` lists the disagreements the
+API's ``/disagreements`` answers (docs/decisions/0038), one card each: the subject, what is
+disputed, and its positions side by side, each with how many sources hold it and their
+quotations (the disputed words marked, each source's date when dated); a supersession marks
+the current position and the superseded ones. ``POST .../disagreements/{id}/resolve``
+resolves the whole disagreement (a position is correct, both valid, not a contradiction, or a
+supersession confirmed), like ``POST /api/v1/disagreements/{id}/resolution``.
+
+``GET /w/{slug}/contradictions?view=pairs&status=open|resolved`` is the pair-level ledger
+the API's ``/contradictions`` answers, paged: each entry's two quotations side by side with their
 items and offsets (the conflicting words marked), the conflicting facet or the model's
 reason, the detector, its confidence and the status. ``GET .../contradictions/{id}`` is one
 entry in full with its history. ``POST .../contradictions/{id}/resolve`` records a person's
@@ -24,8 +32,14 @@ from relata.api.deps import container
 from relata.api.v1.params import Offset
 from relata.claims.service import MAX_NOTE
 from relata.domain.errors import NotFound, ValidationError
-from relata.domain.vocabulary import ContradictionStatus, Resolution, Role
-from relata.schemas.claims import ContradictionOut, SideOut, contradiction_out
+from relata.domain.vocabulary import ContradictionStatus, DisagreementStatus, Resolution, Role
+from relata.schemas.claims import (
+    ContradictionOut,
+    DisagreementOut,
+    SideOut,
+    contradiction_out,
+    disagreement_out,
+)
 from relata.web.context import Page, field, form, page
 from relata.web.pages.entities import item_titles, posted_offset
 from relata.web.templating import render
@@ -53,6 +67,18 @@ FACETS = {
     "judgement": "A language model judged them incompatible",
 }
 STATES = {ContradictionStatus.OPEN: "Open", ContradictionStatus.RESOLVED: "Resolved"}
+#: A disagreement's tabs.
+DISAGREEMENT_STATES = {
+    DisagreementStatus.OPEN: "Open",
+    DisagreementStatus.SUPERSEDED: "Superseded",
+    DisagreementStatus.RESOLVED: "Resolved",
+}
+#: How a disagreement is resolved, in words (``position_correct`` is one radio per position).
+DISAGREEMENT_RESOLUTIONS = {
+    Resolution.BOTH_VALID: "Both are valid (a different time or context)",
+    Resolution.NOT_A_CONTRADICTION: "Not a disagreement",
+    Resolution.SUPERSEDED: "The newer statement supersedes the older",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +152,14 @@ def _entries(
     return entries, names
 
 
+def _position_words(h: Mapping[str, Any], resolution: Resolution) -> str:
+    """``position_correct`` in words, with the position (recorded from 0) when known."""
+    at = h.get("position", h.get("previous_position"))
+    if resolution is Resolution.POSITION_CORRECT and isinstance(at, int):
+        return f"Position {at + 1} is correct"
+    return resolution.value.replace("_", " ")
+
+
 def _history(history: list[dict[str, Any]], names: Mapping[str, str]) -> list[Event]:
     events = []
     for h in history:
@@ -137,9 +171,16 @@ def _history(history: list[dict[str, Any]], names: Mapping[str, str]) -> list[Ev
         previous = not h.get("resolution") and bool(h.get("previous_resolution"))
         raw = h.get("resolution") or h.get("previous_resolution")
         try:
-            words = RESOLUTIONS[Resolution(raw)] if raw else None
+            resolution = Resolution(raw) if raw else None
         except ValueError:
-            words = str(raw)
+            resolution = None
+        words = (
+            RESOLUTIONS.get(resolution)
+            or DISAGREEMENT_RESOLUTIONS.get(resolution)
+            or _position_words(h, resolution)
+            if resolution is not None
+            else (str(raw) if raw else None)
+        )
         who = h.get("by") or h.get("previous_resolved_by")
         note = h.get("note") or h.get("previous_note")
         events.append(
@@ -155,13 +196,95 @@ def _history(history: list[dict[str, Any]], names: Mapping[str, str]) -> list[Ev
     return events
 
 
+@dataclass(frozen=True, slots=True)
+class PositionView:
+    number: int
+    value: str
+    count: int
+    sources: list[SideView]
+    dates: dict[str, str]
+    mark: str | None  # "current" or "superseded" in a supersession
+
+
+@dataclass(frozen=True, slots=True)
+class DisagreementCard:
+    d: DisagreementOut
+    positions: list[PositionView]
+    resolution_words: str | None
+    history: list[Event]
+
+
+def _cards(c: Container, workspace_id: str, found: list[DisagreementOut]) -> list[DisagreementCard]:
+    titles = item_titles(
+        c, workspace_id, (s.item_id for d in found for p in d.positions for s in p.sources)
+    )
+    names = _names(
+        c,
+        [d.resolved_by for d in found]
+        + [str(h.get("by")) for d in found for h in d.history if h.get("by")],
+    )
+    cards = []
+    for d in found:
+        positions = [
+            PositionView(
+                number=p.number,
+                value=p.value,
+                count=p.source_count,
+                sources=[_side(s, titles) for s in p.sources],
+                dates=p.dates,
+                mark="current" if p.current else "superseded" if p.superseded else None,
+            )
+            for p in d.positions
+        ]
+        words = None
+        if d.resolution is Resolution.POSITION_CORRECT and d.position is not None:
+            words = f"position {d.position} is correct"
+        elif d.resolution is not None:
+            words = DISAGREEMENT_RESOLUTIONS.get(d.resolution, d.resolution.value).lower()
+        cards.append(DisagreementCard(d, positions, words, _history(d.history, names)))
+    return cards
+
+
+def _disagreements(request: Request, who: Page, status: str | None, offset: int) -> Response:
+    c = container(request)
+    try:
+        state = DisagreementStatus(status) if status else DisagreementStatus.OPEN
+    except ValueError:
+        raise ValidationError(
+            "status must be open, superseded or resolved", field="status"
+        ) from None
+    found = c.claims.disagreements(
+        who.workspace_id, status=state, limit=PAGE_SIZE + 1, offset=offset
+    )
+    cards = _cards(c, who.workspace_id, [disagreement_out(x) for x in found[:PAGE_SIZE]])
+    filters = {"status": state.value if state is not DisagreementStatus.OPEN else ""}
+    return render(
+        request,
+        "disagreements.html",
+        page=who,
+        cards=cards,
+        state=state.value,
+        states=[(s.value, label) for s, label in DISAGREEMENT_STATES.items()],
+        filters=filters,
+        offset=offset,
+        next_offset=offset + PAGE_SIZE if len(found) > PAGE_SIZE else None,
+        prev_offset=max(0, offset - PAGE_SIZE) if offset else None,
+        can_resolve=who.can(Role.EDITOR),
+    )
+
+
 @router.get("/w/{slug}/contradictions", name="web_contradictions")
 def contradictions(
     request: Request,
     who: Annotated[Page, Depends(page)],
     status: str | None = None,
+    view: str | None = None,
     offset: Offset = 0,
 ) -> Response:
+    if view not in (None, "", "pairs", "disagreements"):
+        raise ValidationError("view must be disagreements or pairs", field="view")
+    if view != "pairs":
+        return _disagreements(request, who, status, offset)
     c = container(request)
     try:
         state = ContradictionStatus(status) if status else ContradictionStatus.OPEN
@@ -171,7 +294,10 @@ def contradictions(
         who.workspace_id, status=state, limit=PAGE_SIZE + 1, offset=offset
     )
     entries, _ = _entries(c, who.workspace_id, [contradiction_out(x) for x in found[:PAGE_SIZE]])
-    filters = {"status": state.value if state is not ContradictionStatus.OPEN else ""}
+    filters = {
+        "view": "pairs",
+        "status": state.value if state is not ContradictionStatus.OPEN else "",
+    }
     return render(
         request,
         "contradictions.html",
@@ -236,5 +362,48 @@ async def resolve(request: Request, contradiction_id: str) -> Response:
     if back == "detail":
         target = who.url(f"contradictions/{done.id}?done=resolved")
     else:
-        target = who.url("contradictions?done=resolved" + (f"&offset={offset}" if offset else ""))
+        target = who.url(
+            "contradictions?view=pairs&done=resolved" + (f"&offset={offset}" if offset else "")
+        )
+    return RedirectResponse(target, status_code=303)
+
+
+@router.post("/w/{slug}/disagreements/{disagreement_id}/resolve", name="web_disagreement_resolve")
+async def resolve_disagreement(request: Request, disagreement_id: str) -> Response:
+    who, data = await form(request)
+    raw = field(data, "resolution", max_length=40)
+    position: int | None = None
+    if raw.startswith("position:"):
+        try:
+            position = int(raw.removeprefix("position:"))
+        except ValueError:
+            position = 0
+        resolution = Resolution.POSITION_CORRECT
+    else:
+        try:
+            resolution = Resolution(raw)
+        except ValueError:
+            resolution = Resolution.FIRST_CORRECT  # refused below
+        if resolution not in DISAGREEMENT_RESOLUTIONS:
+            raise ValidationError(
+                "choose how it is resolved: a position is correct, "
+                + ", ".join(DISAGREEMENT_RESOLUTIONS.values()),
+                field="resolution",
+            )
+    note = field(data, "note", max_length=MAX_NOTE) or None
+    offset = posted_offset(field(data, "offset", max_length=8))
+    c = container(request)
+    p = who.principal
+    await run_in_threadpool(
+        lambda: c.claims.resolve_disagreement(
+            p.workspace_id,
+            disagreement_id,
+            resolution,
+            by=p.user_id or p.kind,
+            position=position,
+            note=note,
+            actor=p.actor,
+        )
+    )
+    target = who.url("contradictions?done=resolved" + (f"&offset={offset}" if offset else ""))
     return RedirectResponse(target, status_code=303)
