@@ -54,7 +54,8 @@ _ASK = Deferred("ask", "relata.cli.ask", "answer a question from a workspace, ci
 _BENCH = Deferred(
     "bench",
     "relata.cli.bench",
-    "benchmarks: ingestion, embedding, retrieval, entities, contradictions, relationships, load",
+    "benchmarks: ingestion, embedding, retrieval, text legs, entities, contradictions, "
+    "relationships, load, serve",
 )
 
 _MCP = Deferred("mcp", "relata.cli.mcp", "serve Relata's tools to an AI agent over MCP (stdio)")

@@ -82,7 +82,13 @@ def register(group: Any) -> None:
         metavar="URL",
         help="an empty PostgreSQL database, e.g. postgresql+psycopg://postgres@127.0.0.1/bench",
     )
-    p.add_argument("--max-queries", type=positive_int, default=None, metavar="N")
+    p.add_argument(
+        "--max-queries",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="judge only the first N queries (default: all)",
+    )
     add_json_flag(p)
     p.set_defaults(handler=_bench_text_legs)
 
