@@ -48,6 +48,7 @@ READING = {
     "members": ["members", "list"],
     "transfer": ["transfer", "--to", "postgresql+psycopg://nobody@127.0.0.1:1/none"],
     "backup": ["backup", "backup-folder"],
+    "mcp": ["mcp"],
 }
 # Commands that write: they create and migrate the database, and say so.
 WRITING = {

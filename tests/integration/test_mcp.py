@@ -10,6 +10,7 @@ answering not found exactly like missing ones, and a bad token refused before th
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import anyio
@@ -40,7 +41,12 @@ WRITING = {"add_text", "resolve_disagreement", "review_relationship"}
 
 
 def run(scenario: Callable[[], Awaitable[None]]) -> None:
-    anyio.run(scenario)
+    """Run ``scenario`` on an event loop in a thread of its own. Playwright's sync API (the
+    browser tests' session fixture, on the same xdist worker) leaves its asyncio loop marked
+    running in the worker's main thread, and ``anyio.run`` refuses to start inside it
+    ("Already running asyncio in this thread", a CI failure)."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(anyio.run, scenario).result()
 
 
 @pytest.fixture

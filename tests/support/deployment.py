@@ -12,10 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
 import sqlalchemy as sa
 
 from relata.bootstrap import Container
 from relata.config.settings import Settings
+from relata.domain.errors import Unauthenticated
 from relata.domain.models import CLI_ACTOR, AliasStatus, ReviewStatus
 from relata.domain.vocabulary import Resolution, Role
 from relata.ingest.service import IngestRequest
@@ -84,6 +86,8 @@ def seed_deployment(settings: Settings) -> Seeded:
         )
         c.tokens.revoke(ws.id, revoked_token.id, actor=CLI_ACTOR)
         session = c.accounts.sign_in("ada", PASSWORD, client="127.0.0.1").token
+        with pytest.raises(Unauthenticated):  # a row in signin_failures
+            c.accounts.sign_in("grace", "not her password", client="127.0.0.2")
         c.invitations.create(ws.id, Role.VIEWER, created_by=admin.id, actor=CLI_ACTOR)
         [contradiction] = c.claims.contradictions(ws.id)
         c.claims.resolve(

@@ -60,17 +60,21 @@ def _mcp(args: argparse.Namespace) -> int:
     else:
         if args.token:
             raise CliError("--token goes with --server")
-        anyio.run(_local, args.workspace, args.read_only)
+        _local(args.workspace, args.read_only)
     return 0
 
 
-async def _local(workspace: str | None, read_only: bool) -> None:
+def _local(workspace: str | None, read_only: bool) -> None:
+    import anyio
+
     from relata.api.deps import Principal
     from relata.cli.common import open_container
     from relata.domain.vocabulary import Role
     from relata.mcp.backend import LocalBackend
     from relata.mcp.tools import build_server
 
+    # The database and workspace are checked before the protocol starts, so a missing
+    # database is the one-line error every reading command gives.
     with open_container(log=False) as c:
         ws = c.workspaces.resolve(workspace)
         principal = Principal(
@@ -82,7 +86,7 @@ async def _local(workspace: str | None, read_only: bool) -> None:
         )
         backend = LocalBackend(c, principal)
         server = build_server(lambda _: backend, writes=not read_only)
-        await server.run_stdio_async()
+        anyio.run(server.run_stdio_async)
 
 
 async def _remote(url: str, token: str) -> None:

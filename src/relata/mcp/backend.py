@@ -207,7 +207,9 @@ class LocalBackend:
         self, contradiction_id: str, resolution: Resolution | str, *, note: str | None = None
     ) -> ContradictionOut:
         self._write("resolve contradictions")
-        body = ResolutionIn(resolution=Resolution(resolution), note=note)
+        # Unvalidated: the service names what is wrong with a disagreement-only resolution
+        # or a long note in the error the tool returns.
+        body = ResolutionIn.model_construct(resolution=Resolution(resolution).value, note=note)
         return claims_api.resolve_contradiction(contradiction_id, body, self.p, self.c)
 
     def entities(

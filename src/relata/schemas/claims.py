@@ -4,7 +4,7 @@ answers, and the CLI's ``--json``)."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -77,8 +77,12 @@ class ContradictionPage(BaseModel):
     next_offset: int | None
 
 
+#: How one pair is resolved; ``position_correct`` and ``superseded`` resolve a disagreement.
+PairResolution = Literal["first_correct", "second_correct", "both_valid", "not_a_contradiction"]
+
+
 class ResolutionIn(BaseModel):
-    resolution: Resolution
+    resolution: PairResolution
     note: str | None = Field(default=None, max_length=1000)
 
 
@@ -130,13 +134,27 @@ class DisagreementPage(BaseModel):
     next_offset: int | None
 
 
-class DisagreementResolutionIn(BaseModel):
-    resolution: Resolution = Field(
-        description="position_correct (with `position`), both_valid (a different time or "
-        "context), not_a_contradiction, or superseded (confirms a supersession)"
-    )
-    position: int | None = Field(default=None, ge=1, le=1000)
+class PositionCorrectIn(BaseModel):
+    """One position of the disagreement is correct."""
+
+    resolution: Literal["position_correct"]
+    position: int = Field(ge=1, le=1000, description="the position's `number`")
     note: str | None = Field(default=None, max_length=1000)
+
+
+class WholeResolutionIn(BaseModel):
+    """both_valid (a different time or context), not_a_contradiction, or superseded
+    (confirms a supersession)."""
+
+    resolution: Literal["both_valid", "not_a_contradiction", "superseded"]
+    note: str | None = Field(default=None, max_length=1000)
+
+
+#: The body of ``POST /disagreements/{id}/resolution``: the schema itself says that
+#: ``position_correct`` needs a ``position`` and that the pair resolutions are not accepted.
+DisagreementResolutionIn = Annotated[
+    PositionCorrectIn | WholeResolutionIn, Field(discriminator="resolution")
+]
 
 
 def disagreement_out(d: Disagreement) -> DisagreementOut:

@@ -17,7 +17,12 @@ from fastapi import APIRouter, Query
 from relata.api.deps import ContainerDep, PrincipalDep
 from relata.api.openapi import errors
 from relata.api.v1.params import Offset
-from relata.domain.vocabulary import ContradictionStatus, DisagreementKind, DisagreementStatus
+from relata.domain.vocabulary import (
+    ContradictionStatus,
+    DisagreementKind,
+    DisagreementStatus,
+    Resolution,
+)
 from relata.schemas.claims import (
     ClaimOut,
     ContradictionOut,
@@ -25,6 +30,7 @@ from relata.schemas.claims import (
     DisagreementOut,
     DisagreementPage,
     DisagreementResolutionIn,
+    PositionCorrectIn,
     ResolutionIn,
     claim_out,
     contradiction_out,
@@ -99,7 +105,7 @@ def resolve_contradiction(
     resolved = c.claims.resolve(
         p.workspace_id,
         contradiction_id,
-        body.resolution,
+        Resolution(body.resolution),
         by=p.user_id or p.kind,
         note=body.note,
         actor=p.actor,
@@ -151,9 +157,9 @@ def resolve_disagreement(
     resolved = c.claims.resolve_disagreement(
         p.workspace_id,
         disagreement_id,
-        body.resolution,
+        Resolution(body.resolution),
         by=p.user_id or p.kind,
-        position=body.position,
+        position=body.position if isinstance(body, PositionCorrectIn) else None,
         note=body.note,
         actor=p.actor,
     )
