@@ -28,6 +28,7 @@ NO_MODEL = {"embedding_provider": "none"}
 
 DEFINES = "The Meridian Tidal Institute (MTI) monitors the turbines. MTI staff counted seals."
 ONLY_LONG_NAME = "Researchers from the Meridian Tidal Institute published a porpoise report."
+ONLY_SHORT_NAME = "MTI staff counted forty seals on the northern breakwater."
 
 
 def _seed(c: Container) -> str:
@@ -112,6 +113,19 @@ def test_the_entity_leg_finds_an_item_only_through_a_confirmed_alias(
             in hit.explanation.notes
         )
         assert "found only through a named entity" in hit.explanation.notes
+
+
+def test_an_alias_is_proposed_between_names_in_different_items(settings: Settings) -> None:
+    """The second item names only the short form and the first only the long one: the
+    candidate is found through the index of blocking keys the first item's names left."""
+    with built(settings, **NO_MODEL) as c:
+        ws = workspace_id(c)
+        c.ingest.ingest(ws, IngestRequest(text=ONLY_LONG_NAME, title="Porpoises"))
+        drain(c)
+        c.ingest.ingest(ws, IngestRequest(text=ONLY_SHORT_NAME, title="Seals"))
+        drain(c)
+        alias = _alias(c, ws, "MTI", "Meridian Tidal Institute")
+        assert alias is not None and alias.status is AliasStatus.CANDIDATE
 
 
 def test_deleting_items_removes_their_observations_but_keeps_decided_entities(

@@ -24,7 +24,6 @@ from relata.ingest.service import IngestRequest
 from relata.seed import demo_documents
 from relata.storage.sql import tables as t
 from relata.storage.sql.engine import Database
-from relata.storage.sql.entities import upsert_entity
 from tests.support.api import PASSWORD, make_user
 from tests.support.fake_embedder import FakeEmbedder
 from tests.support.ingest import built, drain
@@ -106,30 +105,9 @@ def seed_deployment(settings: Settings) -> Seeded:
         aliases = c.entities.aliases(ws.id, limit=2)
         c.entities.decide(ws.id, aliases[0].alias.id, AliasStatus.CONFIRMED, by="ada")
         c.entities.decide(ws.id, aliases[1].alias.id, AliasStatus.REJECTED, by="grace")
-        _name_tokens(c, ws.id)
         c.items.delete(ws.id, item_ids[-1], actor=CLI_ACTOR)  # its audit event stays
         drain(c)
         return Seeded(ws.id, token, revoked, session, admin.username, member.username)
-
-
-def _name_tokens(c: Container, workspace_id: str) -> None:
-    """Blocking keys in ``entity_tokens``: the entity stage computes them, but its storage
-    call does not pass them on (``storage/sql/entities.py``, ``upsert_entity`` without
-    ``tokens``; reported), so the table is written here, through the same function."""
-    with c.db.write() as conn:
-        for row in conn.execute(
-            sa.select(t.entities).where(t.entities.c.workspace_id == workspace_id).limit(5)
-        ):
-            upsert_entity(
-                conn,
-                conn.dialect.name,
-                workspace_id,
-                row.entity_type,
-                row.normalised_key,
-                row.name,
-                row.created_at,
-                tokens=[f"w:{w}" for w in row.normalised_key.split()],
-            )
 
 
 def rows_of(conn: sa.Connection, table: sa.Table) -> list[dict[str, Any]]:

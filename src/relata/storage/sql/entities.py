@@ -221,11 +221,20 @@ def replace_item_entities(
             entity_observations.c.item_id == item_id,
         )
     )
-    ids: dict[tuple[str, str], str] = {}
+    first: dict[tuple[str, str], ObservedMention] = {}
+    keys: dict[tuple[str, str], set[str]] = {}
     for m in mentions:
         identity = (str(m.entity_type), m.normalised_key)
-        if identity not in ids:
-            ids[identity] = upsert_entity(conn, dialect, workspace_id, *identity, m.name, now)
+        first.setdefault(identity, m)
+        keys.setdefault(identity, set()).update(m.tokens)
+    # Each identity's blocking keys (of every spelling the item uses) go into the index, so a
+    # later item's names find this entity as an alias candidate.
+    ids = {
+        identity: upsert_entity(
+            conn, dialect, workspace_id, *identity, m.name, now, tokens=keys[identity]
+        )
+        for identity, m in first.items()
+    }
     if mentions:
         conn.execute(
             entity_observations.insert(),
@@ -254,7 +263,8 @@ def replace_item_entities(
 def _propose(
     conn: Connection, dialect: str, workspace_id: str, alias: ProposedAlias, now: datetime
 ) -> int:
-    """Add a candidate alias, or refresh an undecided one; a decided pair is left alone."""
+    """Add a candidate alias, or refresh an undecided one whose score is no higher; a decided
+    pair is left alone."""
     first = (str(alias.first[0]), alias.first[1])
     second = (str(alias.second[0]), alias.second[1])
     if first == second:
@@ -280,7 +290,12 @@ def _propose(
     ins = ins.on_conflict_do_update(
         index_elements=[entity_aliases.c.workspace_id, entity_aliases.c.pair_key],
         set_={"score": alias.score, "reason": alias.reason[:300], "updated_at": now},
-        where=entity_aliases.c.status == AliasStatus.CANDIDATE.value,
+        # The strongest evidence keeps its reason whichever item is processed last: a later
+        # item's weaker "may be the initials of" does not overwrite an earlier "defines".
+        where=sa.and_(
+            entity_aliases.c.status == AliasStatus.CANDIDATE.value,
+            entity_aliases.c.score <= alias.score,
+        ),
     )
     return int(conn.execute(ins).rowcount or 0)
 
