@@ -12,6 +12,7 @@ from relata.cli.benchmarks import (
     load,
     relationships,
     retrieval,
+    scale,
     serve,
     text_legs,
 )
@@ -27,6 +28,7 @@ BENCHMARKS = (
     relationships,
     load,
     serve,
+    scale,
 )
 
 DESCRIPTION = (
@@ -42,7 +44,7 @@ def register(sub: Any) -> None:
         "bench",
         help=(
             "benchmarks: ingestion, embedding, retrieval, text legs, entities, contradictions, "
-            "relationships, load, serve"
+            "relationships, load, serve, scale"
         ),
         description=DESCRIPTION,
     )
