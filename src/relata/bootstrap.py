@@ -81,6 +81,7 @@ from relata.storage.sql.ai_slots import local_model_gate, model_server_gate
 from relata.storage.sql.chunks import SqlChunkRepository
 from relata.storage.sql.claims import SqlClaimRepository, SqlContradictionRepository
 from relata.storage.sql.credentials import SqlApiTokenRepository, SqlSessionRepository
+from relata.storage.sql.deployment_keys import shared_key
 from relata.storage.sql.disagreements import SqlDisagreementRepository
 from relata.storage.sql.engine import Database
 from relata.storage.sql.entities import SqlEntityRepository
@@ -416,6 +417,9 @@ def build(
     )
 
 
+OIDC_FLOW_KEY = "oidc_flow_cookie"
+
+
 def _build_oidc(
     settings: Settings, clock: Clock, db: Database, accounts: AccountService, audit: AuditService
 ) -> OidcService | None:
@@ -431,7 +435,15 @@ def _build_oidc(
     # The safe HTTP path's client (no redirects, explicit timeouts); its get/post bound
     # every answer's size (relata.auth.oidc.provider).
     http = make_client(config.timeout)
-    return OidcService(config, SqlFederatedIdentities(db), accounts, clock, audit=audit, http=http)
+    return OidcService(
+        config,
+        SqlFederatedIdentities(db),
+        accounts,
+        clock,
+        audit=audit,
+        http=http,
+        flow_key=lambda: shared_key(db, OIDC_FLOW_KEY),
+    )
 
 
 def _build_accounts(

@@ -378,3 +378,32 @@ def test_federated_sign_in_is_off_without_an_issuer(tmp_path: Path) -> None:
                 assert r.json()["error"]["code"] == "not_found"
     finally:
         c.close()
+
+
+def test_a_public_clients_sign_in_may_finish_in_another_process(
+    tmp_path: Path, database_url: str
+) -> None:
+    """A client without a secret: two containers on one database (two HTTP processes of
+    ``relata serve --processes 2``) share the flow cookie's key, so the callback may reach
+    the process that did not start the attempt (docs/decisions/0036)."""
+    with serve_oidc_provider(REDIRECT_URI, public=True) as public:
+        assert public.client_secret == ""
+        settings = Settings(
+            data_dir=str(tmp_path / "data"),
+            database_url=database_url,
+            oidc_issuer=public.issuer,
+            oidc_client_id=public.client_id,
+        )
+        first, second = build(settings), build(settings)
+        try:
+            migrate.upgrade(first.db)
+            with browser(first) as starting, browser(second) as finishing:
+                query = sign_in_at_provider(start(starting), "bob", REDIRECT_URI)
+                finishing.cookies.set(FLOW_COOKIE, starting.cookies[FLOW_COOKIE])
+                r = finishing.get("/api/v1/auth/oidc/callback", params=query)
+                assert r.status_code == 303, r.text
+                me = finishing.get("/api/v1/auth/me")
+                assert me.status_code == 200 and me.json()["user"]["username"].startswith("bob-")
+        finally:
+            first.close()
+            second.close()

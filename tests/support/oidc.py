@@ -54,9 +54,10 @@ def _missing(reason: str) -> None:
 
 
 @contextmanager
-def serve_oidc_provider(redirect_uri: str) -> Iterator[OidcProvider]:
-    """The provider, its client registered with ``redirect_uri``. Skipped where Node or the
-    npm packages are missing, a failure under CI."""
+def serve_oidc_provider(redirect_uri: str, *, public: bool = False) -> Iterator[OidcProvider]:
+    """The provider, its client registered with ``redirect_uri`` (``public``: a client with
+    no secret, PKCE only). Skipped where Node or the npm packages are missing, a failure
+    under CI."""
     node = shutil.which("node")
     if node is None:
         _missing("node is not installed (the OpenID provider runs under Node)")
@@ -64,7 +65,7 @@ def serve_oidc_provider(redirect_uri: str) -> Iterator[OidcProvider]:
         _missing(f"npm packages missing: run `npm ci` in {PROVIDER_DIR} (make install-dev)")
     assert node is not None
     port = _free_port()
-    secret = secrets.token_urlsafe(24)
+    secret = "" if public else secrets.token_urlsafe(24)
     env = {
         **os.environ,
         "OIDC_PORT": str(port),

@@ -5,7 +5,9 @@
 // secret is stored in the repository.
 //
 // Environment: OIDC_PORT, OIDC_CLIENT_ID, OIDC_CLIENT_SECRET, OIDC_REDIRECT_URIS (comma-
-// separated). Prints "ready ISSUER" on standard output once it listens.
+// separated). An empty OIDC_CLIENT_SECRET registers a public client (PKCE only, no client
+// authentication at the token endpoint). Prints "ready ISSUER" on standard output once it
+// listens.
 import { generateKeyPairSync } from "node:crypto";
 import Provider from "oidc-provider";
 
@@ -14,17 +16,19 @@ const issuer = `http://127.0.0.1:${port}`;
 const { privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
 const signingKey = { ...privateKey.export({ format: "jwk" }), kid: "relata-test-1", use: "sig", alg: "RS256" };
 
+const secret = process.env.OIDC_CLIENT_SECRET || "";
+const client = {
+  client_id: process.env.OIDC_CLIENT_ID,
+  redirect_uris: process.env.OIDC_REDIRECT_URIS.split(","),
+  grant_types: ["authorization_code"],
+  response_types: ["code"],
+  ...(secret
+    ? { client_secret: secret, token_endpoint_auth_method: "client_secret_basic" }
+    : { token_endpoint_auth_method: "none" }),
+};
+
 const provider = new Provider(issuer, {
-  clients: [
-    {
-      client_id: process.env.OIDC_CLIENT_ID,
-      client_secret: process.env.OIDC_CLIENT_SECRET,
-      redirect_uris: process.env.OIDC_REDIRECT_URIS.split(","),
-      grant_types: ["authorization_code"],
-      response_types: ["code"],
-      token_endpoint_auth_method: "client_secret_basic",
-    },
-  ],
+  clients: [client],
   jwks: { keys: [signingKey] },
   pkce: { required: () => true },
   features: { devInteractions: { enabled: true } },

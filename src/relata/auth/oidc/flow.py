@@ -4,9 +4,10 @@ Nothing is stored server-side for an attempt that is never finished: ``begin`` s
 attempt into a short-lived (``FLOW_TTL``), HttpOnly cookie, ``base64url(json) .
 base64url(HMAC-SHA256)``, and the callback opens it again. The key is derived from the client
 secret (so every process of a deployment shares it and a restart does not break an attempt
-in progress), or random per process for a public client. The cookie carries the PKCE
-verifier; it never leaves the browser except to Relata, which is what PKCE needs (the code
-alone is useless).
+in progress); a public client has no secret, so its key is a random one the deployment keeps
+in its database (``shared_key``, read on first use) and every process shares as well. The
+cookie carries the PKCE verifier; it never leaves the browser except to Relata, which is what
+PKCE needs (the code alone is useless).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import hashlib
 import hmac
 import json
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -55,16 +56,24 @@ def s256_challenge(verifier: str) -> str:
 class FlowSealer:
     """Signs and opens the flow cookie (see the module docstring)."""
 
-    def __init__(self, key: bytes) -> None:
-        self._key = key
+    def __init__(self, key: bytes | Callable[[], bytes]) -> None:
+        self._key: bytes | None = key if isinstance(key, bytes) else None
+        self._make = None if isinstance(key, bytes) else key
 
     @classmethod
-    def for_secret(cls, client_secret: str) -> FlowSealer:
+    def for_secret(
+        cls, client_secret: str, shared_key: Callable[[], bytes] | None = None
+    ) -> FlowSealer:
+        """Keyed by ``client_secret``; without one, by ``shared_key()`` (the deployment's
+        stored key, asked for on first use), else by a random key of this process only."""
         if not client_secret:
-            return cls(secrets.token_bytes(32))
+            return cls(shared_key or secrets.token_bytes(32))
         return cls(hashlib.sha256(b"relata oidc flow cookie\x1f" + client_secret.encode()).digest())
 
     def _mac(self, body: str) -> str:
+        if self._key is None:
+            assert self._make is not None
+            self._key = self._make()
         return _b64(hmac.new(self._key, body.encode("ascii"), hashlib.sha256).digest())
 
     def seal(self, payload: Mapping[str, Any]) -> str:

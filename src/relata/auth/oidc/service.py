@@ -26,7 +26,7 @@ import hmac
 import logging
 import re
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 from urllib.parse import urlencode
 
@@ -69,9 +69,11 @@ class OidcService:
         *,
         audit: AuditRecorder,
         http: httpx.Client,
+        flow_key: Callable[[], bytes] | None = None,
     ) -> None:
         """``http``: the safe HTTP path's client (``relata.providers.http.make_client``),
-        built by bootstrap and closed with this service."""
+        built by bootstrap and closed with this service; ``flow_key``: the deployment's shared
+        key for a public client's flow cookie (``FlowSealer.for_secret``)."""
         self.config = config
         self._identities = identities
         self._accounts = accounts
@@ -81,7 +83,7 @@ class OidcService:
         self.verifier = IdTokenVerifier(
             issuer=config.issuer, client_id=config.client_id, keys=self.provider, clock=clock
         )
-        self.sealer = FlowSealer.for_secret(config.client_secret)
+        self.sealer = FlowSealer.for_secret(config.client_secret, flow_key)
 
     def close(self) -> None:
         self.provider.close()

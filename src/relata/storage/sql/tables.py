@@ -185,6 +185,17 @@ signin_failures = sa.Table(
     sa.Index(None, "failed_at"),
 )
 
+# Random keys every process of a deployment must share (``storage.sql.deployment_keys``):
+# made once, by whichever process asks first, and never rotated by a restart. Today only the
+# OpenID flow cookie's key of a public client (no client secret to derive it from).
+deployment_keys = sa.Table(
+    "deployment_keys",
+    metadata,
+    sa.Column("name", sa.String(64), primary_key=True),
+    sa.Column("value", sa.LargeBinary(64), nullable=False),
+    _ts("created_at"),
+)
+
 items = sa.Table(
     "items",
     metadata,
