@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from relata.bootstrap import Container
+from relata.bootstrap import OIDC_FLOW_KEY, Container
 from relata.config.settings import Settings
 from relata.domain.errors import Unauthenticated
 from relata.domain.models import CLI_ACTOR, AliasStatus, ReviewStatus
@@ -23,6 +23,7 @@ from relata.domain.vocabulary import Resolution, Role
 from relata.ingest.service import IngestRequest
 from relata.seed import demo_documents
 from relata.storage.sql import tables as t
+from relata.storage.sql.deployment_keys import shared_key
 from relata.storage.sql.engine import Database
 from tests.support.api import PASSWORD, make_user
 from tests.support.fake_embedder import FakeEmbedder
@@ -87,6 +88,7 @@ def seed_deployment(settings: Settings) -> Seeded:
         session = c.accounts.sign_in("ada", PASSWORD, client="127.0.0.1").token
         with pytest.raises(Unauthenticated):  # a row in signin_failures
             c.accounts.sign_in("grace", "not her password", client="127.0.0.2")
+        shared_key(c.db, OIDC_FLOW_KEY)  # a row in deployment_keys
         c.invitations.create(ws.id, Role.VIEWER, created_by=admin.id, actor=CLI_ACTOR)
         [contradiction] = c.claims.contradictions(ws.id)
         c.claims.resolve(

@@ -134,6 +134,8 @@ def _canonical(column: sa.Column[Any], value: Any, sql_null: bool) -> Any:
         return bool(value)
     if isinstance(column.type, sa.Integer):
         return int(value)
+    if isinstance(value, (bytes, bytearray, memoryview)):  # LargeBinary: psycopg gives memoryview
+        return {"hex": bytes(value).hex()}
     return value
 
 
