@@ -4,8 +4,10 @@ Nothing here comes from a dataset, so the benchmark can run at a million chunks 
 machine and two runs with one seed write the same corpus. The shape follows what makes
 search costly in a real one:
 
-* **Terms** follow Zipf's law (exponent ~1.07, as English text does) over a vocabulary of
-  pronounceable made-up words, so posting lists range from a few to most chunks.
+* **Terms** follow Zipf's law (exponent ~1.07, as English text does) over a vocabulary whose
+  most frequent words are English function words (the full-text legs' stop words, as in real
+  text, where "the" and "of" head the list) and the rest pronounceable made-up words, so
+  posting lists range from a few chunks to most of them.
 * **Topics**: every chunk belongs to one of ``topics`` topics, each with its own few hundred
   mid-frequency words; about a third of a chunk's words are its topic's. A chunk's vector is
   its topic's centre plus noise (cosine ~0.5-0.7 to the centre), so meaning and words agree
@@ -30,6 +32,12 @@ TOPIC_SHARE = 0.35
 TOPIC_WORDS = 300
 _ONSETS = ("b", "c", "d", "f", "g", "k", "l", "m", "n", "p", "r", "s", "t", "v", "z", "br", "st")
 _VOWELS = ("a", "e", "i", "o", "u", "ai", "ou")
+# English function words in rough order of frequency: the head of any English text.
+FUNCTION_WORDS = (
+    "the", "of", "and", "to", "a", "in", "is", "that", "for", "it", "as", "was", "with", "be",
+    "by", "on", "not", "this", "are", "at", "or", "from", "an", "which", "but", "have", "were",
+    "their", "has", "been", "they", "its", "these", "there", "into", "such", "then", "if",
+)  # fmt: skip
 _CODAS = ("", "n", "r", "s", "l", "m", "x", "nd", "rt")
 
 Floats = npt.NDArray[np.float32]
@@ -50,8 +58,9 @@ class SyntheticQuery:
 
 
 def vocabulary(size: int, rng: np.random.Generator) -> list[str]:
-    """``size`` distinct made-up words of two or three syllables."""
-    words: dict[str, None] = {}
+    """``size`` distinct words, most frequent first: the function words, then made-up words
+    of two or three syllables."""
+    words: dict[str, None] = dict.fromkeys(FUNCTION_WORDS[:size])
     while len(words) < size:
         syllables = int(rng.integers(2, 4))
         word = "".join(
