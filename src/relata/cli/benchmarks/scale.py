@@ -69,17 +69,40 @@ def register(group: Any) -> None:
         help="hybrid search at 100k-1M synthetic chunks, sqlite-vec or pgvector",
         description=DESCRIPTION,
     )
-    p.add_argument("--chunks", type=positive_int, default=100_000, metavar="N")
-    p.add_argument("--store", choices=("sqlite-vec", "pgvector"), default="sqlite-vec")
+    p.add_argument(
+        "--chunks",
+        type=positive_int,
+        default=100_000,
+        metavar="N",
+        help="chunks to write (default 100000)",
+    )
+    p.add_argument(
+        "--store",
+        choices=("sqlite-vec", "pgvector"),
+        default="sqlite-vec",
+        help="the vector store to measure (default sqlite-vec, in a temporary file)",
+    )
     p.add_argument(
         "--database",
         metavar="URL",
         help="with --store pgvector: an empty PostgreSQL database with the vector extension "
         "available, e.g. postgresql+psycopg://postgres@127.0.0.1/bench",
     )
-    p.add_argument("--queries", type=positive_int, default=200, metavar="N")
-    p.add_argument("--dimensions", type=positive_int, default=384, metavar="D")
-    p.add_argument("--seed", type=int, default=7)
+    p.add_argument(
+        "--queries",
+        type=positive_int,
+        default=200,
+        metavar="N",
+        help="searches to time (default 200)",
+    )
+    p.add_argument(
+        "--dimensions",
+        type=positive_int,
+        default=384,
+        metavar="D",
+        help="vector dimensions (default 384, as the bundled embedder)",
+    )
+    p.add_argument("--seed", type=int, default=7, help="corpus and query seed (default 7)")
     add_json_flag(p)
     p.set_defaults(handler=_bench_scale)
 
