@@ -37,6 +37,7 @@ from relata.domain.ports import (
     EntityRepository,
     InvitationRepository,
     ItemRepository,
+    ItemVersionRepository,
     JobRepository,
     ModelVersionRepository,
     PasswordHasher,
@@ -61,6 +62,7 @@ from relata.ingest.originals import OriginalStore
 from relata.ingest.recovery import Recovery
 from relata.ingest.service import IngestService
 from relata.ingest.stages import ChunkSettings, ChunkStage, ParseStage
+from relata.ingest.versions import VersionService
 from relata.jobs.queue import JobQueue
 from relata.jobs.registry import HandlerRegistry
 from relata.jobs.retry import Backoff, FailureClassifier
@@ -87,6 +89,7 @@ from relata.storage.sql.engine import Database
 from relata.storage.sql.entities import SqlEntityRepository
 from relata.storage.sql.identities import SqlFederatedIdentities
 from relata.storage.sql.invitations import SqlInvitationRepository
+from relata.storage.sql.item_versions import SqlItemVersionRepository
 from relata.storage.sql.items import SqlItemRepository
 from relata.storage.sql.jobs import SqlJobRepository
 from relata.storage.sql.knowledge import SqlRelationshipRepository
@@ -111,6 +114,7 @@ class Repositories:
     workspaces: WorkspaceRepository
     users: UserRepository
     items: ItemRepository
+    item_versions: ItemVersionRepository
     chunks: ChunkRepository
     entities: EntityRepository
     claims: ClaimRepository
@@ -175,6 +179,8 @@ class Container:
     # pipeline: its stages in StageKind order, run by one runner (relata.pipeline).
     ingest: IngestService
     items: ItemCatalog
+    # New versions of an item's content, listed and downloaded (relata.ingest.versions).
+    versions: VersionService
     pipeline: Pipeline
     # What a killed process leaves half-done in ingestion, found and repaired (serve's
     # start-up, relata doctor).
@@ -265,6 +271,7 @@ def build(
         workspaces=SqlWorkspaceRepository(db),
         users=SqlUserRepository(db, clock),
         items=SqlItemRepository(db, clock),
+        item_versions=SqlItemVersionRepository(db),
         chunks=SqlChunkRepository(db, clock),
         entities=SqlEntityRepository(db, clock),
         claims=SqlClaimRepository(db, clock),
@@ -322,7 +329,7 @@ def build(
         available=available,
         **({"order": stage_order} if stage_order is not None else {}),
     )
-    ingest, items = _build_ingestion(settings, clock, repos, pipeline, vectors, audit)
+    ingest, items, versions = _build_ingestion(settings, clock, repos, pipeline, vectors, audit)
     recovery = Recovery(
         OriginalStore(settings.data_path),
         SqlIngestLedger(db),
@@ -378,6 +385,7 @@ def build(
         analysis=analysis,
         ingest=ingest,
         items=items,
+        versions=versions,
         pipeline=pipeline,
         recovery=recovery,
         search=search,
@@ -500,8 +508,8 @@ def _build_ingestion(
     pipeline: Pipeline,
     vectors: VectorStore,
     audit: AuditService,
-) -> tuple[IngestService, ItemCatalog]:
-    """The ingest service, the item catalog and the parse and chunk stages."""
+) -> tuple[IngestService, ItemCatalog, VersionService]:
+    """The ingest service, the item catalog, item versions and the parse and chunk stages."""
     originals = OriginalStore(settings.data_path)
     limits = limits_from_settings(settings)
     service = IngestService(
@@ -534,7 +542,21 @@ def _build_ingestion(
         ),
     )
     _add(pipeline, chunk)
-    return service, catalog
+    versions = VersionService(
+        repos.items,
+        repos.item_versions,
+        originals,
+        pipeline,
+        catalog,
+        clock,
+        admission=service.admission,
+        audit=audit,
+        max_upload_bytes=settings.max_upload_bytes,
+        keep_previous=settings.keep_previous_originals,
+        vectors=vectors,
+        limits=limits,
+    )
+    return service, catalog, versions
 
 
 def _build_knowledge(

@@ -39,6 +39,7 @@ from relata.domain.models import (
     FoundContradiction,
     Item,
     ItemStatus,
+    ItemVersion,
     Job,
     JobStatus,
     ObservedMention,
@@ -902,6 +903,25 @@ class MemoryStageTransaction:
         self._store.set_item_status(
             self._ws, item_id, status, self._now, error=error, failed_stage=failed_stage
         )
+
+    def switch_version(self, version: ItemVersion) -> None:
+        """The item takes the version's content, its text and chunks gone, as on SQL (the
+        fakes keep no version history: that is SQL's)."""
+        self._own(version.workspace_id)
+        self._store.update_item(
+            self._ws,
+            version.item_id,
+            self._now,
+            content_hash=version.sha256,
+            size_bytes=version.size_bytes,
+            source_type=version.source_type,
+            original_path=version.original_path,
+            original_filename=version.filename,
+            media_type=version.media_type,
+            text=None,
+            structure=None,
+        )
+        self._store.replace_chunks(self._ws, version.item_id, [], self._now)
 
     def enqueue(self, job: Job) -> Job:
         """The job as given when stored; else the latest job with its key (as SQL does)."""

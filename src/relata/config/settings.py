@@ -503,6 +503,16 @@ SETTINGS: tuple[Setting, ...] = (
         "upload form: several files of it); a longer body is refused with 413 as it streams.",
     ),
     Setting(
+        "RELATA_KEEP_PREVIOUS_ORIGINALS",
+        "keep_previous_originals",
+        _int(0, 10_000),
+        "5",
+        "count (0-10000)",
+        "How many previous versions' originals an item keeps when a new version is uploaded "
+        "(the newest ones); older originals are removed, their versions stay listed as history. "
+        "0 keeps none.",
+    ),
+    Setting(
         "RELATA_PARSE_MAX_PDF_PAGES",
         "parse_max_pdf_pages",
         _int(1, 100_000),
@@ -868,6 +878,7 @@ class Settings:
     job_backoff_max_seconds: float = 300.0
     ingest_concurrency: int = 4
     max_upload_bytes: int = 52_428_800
+    keep_previous_originals: int = 5
     parse_max_pdf_pages: int = 1000
     parse_max_chars: int = 10_000_000
     parse_timeout: float = 120.0

@@ -187,6 +187,26 @@ class Item:
 
 
 @dataclass(frozen=True, slots=True)
+class ItemVersion:
+    """One version of an item's content (docs/decisions/0045-item-versions.md): numbered from
+    1, the highest is the item's current content. ``original_path`` is None once a previous
+    version's original was removed (``RELATA_KEEP_PREVIOUS_ORIGINALS``)."""
+
+    item_id: str
+    workspace_id: str
+    number: int
+    sha256: str
+    size_bytes: int
+    source_type: SourceType
+    created_at: datetime
+    filename: str | None = None
+    media_type: str | None = None
+    original_path: str | None = None
+    created_by_kind: str | None = None  # an ``ActorKind`` value; None before versions existed
+    created_by: str | None = None  # the user, for a person
+
+
+@dataclass(frozen=True, slots=True)
 class Chunk:
     id: str
     workspace_id: str

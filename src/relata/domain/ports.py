@@ -31,6 +31,7 @@ from relata.domain.models import (
     Invitation,
     Item,
     ItemStatus,
+    ItemVersion,
     Job,
     JobStatus,
     JSONDict,
@@ -373,6 +374,14 @@ class StageTransaction(Protocol):
         unreviewed, else left alone. How many were inserted or reopened."""
         ...
 
+    def switch_version(self, version: ItemVersion) -> None:
+        """A new version of the item's content (``relata.ingest.versions``): recorded, and
+        copied to the item (hash, size, type, filename, original), whose text, structure
+        and chunks go at once so search sees the new version only; the rest the old version
+        contributed is replaced by the pass that follows. ``DuplicateItem`` when another
+        live item holds that content."""
+        ...
+
     def add_run(self, run: ProcessingRun) -> None: ...
     def set_item_status(
         self,
@@ -389,6 +398,27 @@ class StageTransaction(Protocol):
     def complete_job(self, job_id: str, owner: str, now: datetime) -> None:
         """Mark the running job ``succeeded``; ``LeaseLost`` (all rolled back) when ``owner``
         no longer holds its lease, so a stale worker's result is never committed."""
+        ...
+
+
+class ItemVersionRepository(Protocol):
+    """The versions of items' content (``item_versions``), written with the item: version
+    1 by ``ItemRepository.create``, later ones by ``StageTransaction.switch_version``."""
+
+    def list_for_item(self, workspace_id: str, item_id: str) -> list[ItemVersion]:
+        """The item's versions, newest first (empty for another workspace's item)."""
+        ...
+
+    def get(self, workspace_id: str, item_id: str, number: int) -> ItemVersion:
+        """One version; ``NotFound`` when the item or the version is not there."""
+        ...
+
+    def forget_original(self, workspace_id: str, item_id: str, number: int) -> None:
+        """The version's original is about to be removed: its path becomes NULL."""
+        ...
+
+    def original_paths(self, workspace_id: str, item_id: str) -> list[str]:
+        """Every stored original path the item's versions refer to."""
         ...
 
 

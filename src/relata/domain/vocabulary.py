@@ -134,6 +134,8 @@ class AuditAction(enum.StrEnum):
     ITEM_DELETED = "item.deleted"
     #: One event per item: a ``--failed`` request records one for each item it restarted.
     ITEM_REPROCESSED = "item.reprocessed"
+    #: A new version of an item's content (not recorded for an identical re-upload).
+    ITEM_VERSION_UPLOADED = "item.version_uploaded"
     ALIAS_DECIDED = "alias.decided"
     CONTRADICTION_RESOLVED = "contradiction.resolved"
     DISAGREEMENT_RESOLVED = "disagreement.resolved"

@@ -153,7 +153,7 @@ class ItemCatalog:
         return StoredOriginal(
             path=path,
             media_type=MEDIA_TYPES[item.source_type],
-            download_name=_download_name(item),
+            download_name=download_name(item.original_filename, item.title, item.source_type),
             size_bytes=item.size_bytes,
         )
 
@@ -246,13 +246,13 @@ class ItemCatalog:
         )
 
 
-def _download_name(item: Item) -> str:
+def download_name(filename: str | None, title: str, source_type: SourceType) -> str:
     """The filename offered for a download: the display name's last segment (the client
     sanitises further), else the title, with the stored type's extension."""
-    ext = EXTENSIONS[item.source_type]
-    name = (item.original_filename or "").replace("\\", "/").rsplit("/", 1)[-1].strip()
+    ext = EXTENSIONS[source_type]
+    name = (filename or "").replace("\\", "/").rsplit("/", 1)[-1].strip()
     if not name or name in {".", ".."}:
-        name = item.title.strip() or "original"
+        name = title.strip() or "original"
     if not name.lower().endswith("." + ext):
         name = f"{name}.{ext}"
     return name

@@ -30,7 +30,7 @@ from datetime import datetime
 from typing import Any
 
 from relata.domain.errors import NotFound, ValidationError
-from relata.domain.models import Item, ItemStatus, Job, ProcessingRun
+from relata.domain.models import Item, ItemStatus, ItemVersion, Job, ProcessingRun
 from relata.domain.ports import Clock, ItemRepository, ProcessingRunRepository, UnitOfWork
 from relata.domain.vocabulary import RunOutcome, StageKind
 from relata.ids import new_id
@@ -162,7 +162,12 @@ class Pipeline:
         )
 
     def reprocess(
-        self, workspace_id: str, item_id: str, *, from_stage: str | None = None
+        self,
+        workspace_id: str,
+        item_id: str,
+        *,
+        from_stage: str | None = None,
+        new_version: ItemVersion | None = None,
     ) -> Reprocessing:
         """A new pass over the item from ``from_stage`` (default: the stage it failed at,
         else the first): that stage and every later one run again, the earlier ones do not.
@@ -170,8 +175,14 @@ class Pipeline:
         chunking, a pass still under way), the pass starts at the first such stage instead,
         since the later stages need its output; ``Reprocessing.from_stage`` says where.
         The item becomes ``pending`` and the stage's job is enqueued in one transaction;
-        asking again before the pass has begun returns the same pending job."""
+        asking again before the pass has begun returns the same pending job.
+
+        With ``new_version`` the item's content becomes that version in the same
+        transaction (``StageTransaction.switch_version``) and the pass starts at the first
+        stage: what the old content contributed is replaced, as reprocessing replaces it."""
         chosen = self.parse_stage(from_stage)
+        if new_version is not None:
+            chosen = self.kinds[0]
         item = self._items.get(workspace_id, item_id)
         kinds = self.kinds
         if chosen is None:
@@ -184,6 +195,8 @@ class Pipeline:
         payload = StagePayload(workspace_id, item_id, generation)
         job = self.job_for(chosen, payload)
         with self._uow.begin(workspace_id) as tx:
+            if new_version is not None:
+                tx.switch_version(new_version)
             tx.set_item_status(item_id, ItemStatus.PENDING)
             job = tx.enqueue(job)
         self._queue.notify()

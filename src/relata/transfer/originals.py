@@ -2,9 +2,11 @@
 ``backup`` and ``restore``.
 
 Which files to copy comes from a database snapshot: each item's ``original_path``
-(``originals/<workspace>/<item>.<ext>``, checked against that exact shape by
-``OriginalStore.path`` on both sides). A file is copied atomically (a temporary file in the
-destination folder, created exclusively with mode 0600, fsynced, renamed into place), and
+(``originals/<workspace>/<item>.<ext>``) and each previous version's kept original
+(``item_versions.original_path``, ``originals/<workspace>/<uuid>.<ext>``), checked against
+that exact shape by ``OriginalStore.path`` on both sides. A file is copied atomically (a
+temporary file in the destination folder, created exclusively with mode 0600, fsynced,
+renamed into place), and
 one already at the destination with the same SHA-256 is left as it is, so running a copy
 again after an interruption only copies what is missing. A live item whose original is not
 in the source is reported, never invented.
@@ -69,7 +71,7 @@ class StoredOriginal:
 
 def referenced(conn: Connection) -> Iterator[StoredOriginal]:
     """Every item's stored original as ``conn``'s snapshot records it, in item-id order,
-    read a bounded number of rows at a time."""
+    then every previous version's kept original, read a bounded number of rows at a time."""
     query = (
         sa.select(t.items.c.id, t.items.c.original_path, t.items.c.deleted_at)
         .where(t.items.c.original_path.is_not(None))
@@ -79,6 +81,19 @@ def referenced(conn: Connection) -> Iterator[StoredOriginal]:
     for partition in conn.execute(query).partitions():
         for row in partition:
             yield StoredOriginal(str(row.id), str(row.original_path), row.deleted_at is None)
+    # Then the previous versions' originals an item keeps as history (its current one is
+    # the item's own, above).
+    v = t.item_versions
+    previous = (
+        sa.select(v.c.item_id, v.c.original_path, t.items.c.deleted_at)
+        .join(t.items, t.items.c.id == v.c.item_id)
+        .where(v.c.original_path.is_not(None), v.c.original_path != t.items.c.original_path)
+        .order_by(v.c.item_id, v.c.number)
+        .execution_options(yield_per=1000)
+    )
+    for partition in conn.execute(previous).partitions():
+        for row in partition:
+            yield StoredOriginal(str(row.item_id), str(row.original_path), row.deleted_at is None)
 
 
 @dataclass

@@ -21,6 +21,7 @@ from relata.api.v1 import (
     claims,
     entities,
     invitations,
+    item_versions,
     items,
     jobs,
     model_status,
@@ -40,6 +41,7 @@ router.include_router(oidc.router)
 _GROUPS = (
     jobs,
     items,
+    item_versions,
     search,
     answers,
     entities,

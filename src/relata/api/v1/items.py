@@ -74,7 +74,7 @@ _ITEM_LINKS = {
 }
 
 
-def _too_large(limit: int) -> TooLarge:
+def too_large(limit: int) -> TooLarge:
     return TooLarge(
         f"the upload is over the limit of {limit} bytes (RELATA_MAX_UPLOAD_BYTES)", field="file"
     )
@@ -120,13 +120,14 @@ def _check_charset(content_type: str) -> None:
         ) from None
 
 
-async def _read_form(request: Request) -> Any:
+async def read_form(request: Request, *, max_fields: int = len(_FORM_FIELDS)) -> Any:
+    """The multipart form of an upload (one file at most), its text fields checked."""
     _check_charset(request.headers.get("content-type", ""))
     parser = _StrictMultiPartParser(
         request.headers,
         request.stream(),
         max_files=1,
-        max_fields=len(_FORM_FIELDS),
+        max_fields=max_fields,
         max_part_size=_MAX_FIELD_BYTES,
     )
     try:
@@ -136,7 +137,7 @@ async def _read_form(request: Request) -> Any:
 
 
 async def _from_multipart(request: Request, max_bytes: int) -> IngestRequest:
-    form = await _read_form(request)
+    form = await read_form(request)
     try:
         for key in form:
             if key not in _FORM_FIELDS:
@@ -146,7 +147,7 @@ async def _from_multipart(request: Request, max_bytes: int) -> IngestRequest:
             raise ValidationError("a file is required (form field 'file')", field="file")
         data = await upload.read(max_bytes + 1)
         if len(data) > max_bytes:
-            raise _too_large(max_bytes)
+            raise too_large(max_bytes)
         fields = {k: _text_field(form.get(k), k) for k in _FORM_FIELDS - {"file"} if k in form}
         return IngestRequest(
             data=data,

@@ -23,7 +23,7 @@ from relata.ids import title_key
 from relata.storage.sql.base import require_workspace, ws_filter
 from relata.storage.sql.engine import Database
 from relata.storage.sql.errors import translate
-from relata.storage.sql.tables import items, processing_runs
+from relata.storage.sql.tables import item_versions, items, processing_runs
 
 _MAX_PAGE = 1000
 _ID_BATCH = 500
@@ -80,6 +80,22 @@ def _item_row(item: Item) -> dict[str, Any]:
     }
 
 
+def _first_version_row(item: Item) -> dict[str, Any]:
+    """Version 1 of a new item: its content as uploaded (``item_versions``)."""
+    return {
+        "item_id": item.id,
+        "number": 1,
+        "workspace_id": item.workspace_id,
+        "sha256": item.content_hash,
+        "size_bytes": item.size_bytes,
+        "source_type": SourceType(item.source_type).value,
+        "filename": item.original_filename,
+        "media_type": item.media_type,
+        "original_path": item.original_path,
+        "created_at": item.ingested_at,
+    }
+
+
 def item_filters(
     source_type: str | None,
     created_from: datetime | None,
@@ -116,6 +132,7 @@ class SqlItemRepository:
         try:
             with self._db.write() as conn:
                 conn.execute(items.insert(), _item_row(item))
+                conn.execute(item_versions.insert(), _first_version_row(item))
         except sa.exc.IntegrityError as exc:
             err = translate(exc, "an item with the same content already exists")
             if isinstance(err, DuplicateItem):
@@ -134,6 +151,7 @@ class SqlItemRepository:
         try:
             with self._db.write() as conn:
                 conn.execute(items.insert(), [_item_row(item) for item in new])
+                conn.execute(item_versions.insert(), [_first_version_row(item) for item in new])
         except sa.exc.IntegrityError as exc:
             raise translate(exc, "an item with the same content already exists") from exc
 

@@ -14,7 +14,7 @@ from relata.domain.models import Item, ItemStatus
 from relata.storage.sql.base import ws_filter
 from relata.storage.sql.engine import Database
 from relata.storage.sql.items import _HEAVY, _item
-from relata.storage.sql.tables import items, jobs, processing_runs, workspaces
+from relata.storage.sql.tables import item_versions, items, jobs, processing_runs, workspaces
 
 _LIGHT = [c for c in items.c if c.name not in _HEAVY]
 
@@ -29,13 +29,22 @@ class SqlIngestLedger:
             return [str(i) for i in ids]
 
     def referenced_originals(self, workspace_id: str, paths: Sequence[str]) -> set[str]:
-        """Rows marked deleted count: their delete may still need the file's path."""
+        """Rows marked deleted count: their delete may still need the file's path; so do the
+        previous versions' originals an item keeps."""
         if not paths:
             return set()
+        wanted = list(paths)
         with self._db.read() as conn:
             rows = conn.execute(
-                sa.select(items.c.original_path).where(
-                    ws_filter(items, workspace_id), items.c.original_path.in_(list(paths))
+                sa.union(
+                    sa.select(items.c.original_path).where(
+                        ws_filter(items, workspace_id), items.c.original_path.in_(wanted)
+                    ),
+                    # A previous version's original kept as history.
+                    sa.select(item_versions.c.original_path).where(
+                        ws_filter(item_versions, workspace_id),
+                        item_versions.c.original_path.in_(wanted),
+                    ),
                 )
             ).scalars()
             return {str(p) for p in rows}

@@ -252,6 +252,32 @@ items = sa.Table(
     ),
 )
 
+# Every version of an item's content, 1 upward: the last is the item's current content
+# (the columns of ``items`` it was copied to). ``original_path`` is NULL once a previous
+# version's original has been removed past RELATA_KEEP_PREVIOUS_ORIGINALS; the row stays as
+# history (docs/decisions/0045-item-versions.md).
+item_versions = sa.Table(
+    "item_versions",
+    metadata,
+    sa.Column(
+        "item_id", sa.String(36), sa.ForeignKey("items.id", ondelete="CASCADE"), primary_key=True
+    ),
+    sa.Column("number", sa.Integer, primary_key=True),
+    _ws(),
+    sa.Column("sha256", sa.String(64), nullable=False),
+    sa.Column("size_bytes", sa.BigInteger, nullable=False),
+    sa.Column("source_type", sa.String(16), nullable=False),
+    sa.Column("filename", sa.String(255)),
+    sa.Column("media_type", sa.String(100)),
+    sa.Column("original_path", sa.String(255)),
+    _ts("created_at"),
+    # Who uploaded it: an ``ActorKind`` value, and the user for a person (NULL for version 1
+    # of an item uploaded before versions existed).
+    sa.Column("created_by_kind", sa.String(16)),
+    sa.Column("created_by", sa.String(36)),
+    sa.Index(None, "workspace_id", "original_path"),
+)
+
 chunks = sa.Table(
     "chunks",
     metadata,

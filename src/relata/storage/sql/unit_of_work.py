@@ -24,6 +24,7 @@ from relata.domain.models import (
     Claim,
     FoundContradiction,
     ItemStatus,
+    ItemVersion,
     Job,
     JobStatus,
     ObservedMention,
@@ -40,6 +41,7 @@ from relata.storage.sql.claims import (
 )
 from relata.storage.sql.engine import Database
 from relata.storage.sql.entities import replace_item_entities
+from relata.storage.sql.item_versions import switch_version
 from relata.storage.sql.items import insert_run, set_item_status, store_parsed
 from relata.storage.sql.jobs import insert_pending, job_from_row
 from relata.storage.sql.knowledge import replace_relationships
@@ -113,6 +115,10 @@ class SqlStageTransaction:
         return replace_relationships(
             self._conn, self._dialect, self._ws, item_id, proposed, drop, self._now
         )
+
+    def switch_version(self, version: ItemVersion) -> None:
+        self._own(version.workspace_id)
+        switch_version(self._conn, self._ws, version, self._now)
 
     def add_run(self, run: ProcessingRun) -> None:
         self._own(run.workspace_id)
