@@ -37,8 +37,9 @@ def register(sub: Any) -> None:
         help="add files, folders or a JSONL corpus, then process them",
         description="Ingest files (type detected from content: text, Markdown, JSON, PDF, "
         "DOCX), folders (their files; subfolders with --recursive; hidden entries skipped) "
-        "or a JSONL corpus (--jsonl, one item per line). Then process them in this process "
-        "until they are ready, unless --no-wait. Exit code 1 when anything was rejected or "
+        "or a JSONL corpus (--jsonl, one item per line), or one file as a new version of an "
+        "item (--replace ID). Then process them in this process until they are ready, "
+        "unless --no-wait. Exit code 1 when anything was rejected or "
         "failed to process.",
     )
     p.add_argument("paths", nargs="*", metavar="PATH", help="files or folders")
@@ -58,6 +59,12 @@ def register(sub: Any) -> None:
         default=600.0,
         metavar="SECONDS",
         help="how long to wait for processing (default 600)",
+    )
+    p.add_argument(
+        "--replace",
+        metavar="ID",
+        help="upload PATH (one file) as a new version of item ID: its content is replaced "
+        "and processed again; the same bytes again change nothing",
     )
     p.add_argument("--jsonl", metavar="FILE", help="a JSONL corpus: one JSON object per line")
     p.add_argument("--id-field", default="_id", help="JSONL: the external id (kept as metadata)")
@@ -237,6 +244,10 @@ def _ingest(args: argparse.Namespace) -> int:
         raise CliError("--timeout must be positive", exit_code=2)
     if args.jsonl and not Path(args.jsonl).is_file():
         raise CliError(f"{args.jsonl} is not a readable file")
+    if args.replace is not None:
+        from relata.cli.versions import replace
+
+        return replace(args)
     with open_container(log=False, schema="migrate") as c:
         # Worker warnings would interleave with the progress; failures are listed below.
         configure_logging("error", c.settings.log_format)

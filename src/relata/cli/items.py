@@ -2,7 +2,8 @@
 command line, through the same item catalog the API uses.
 
 ``items`` lists a page of items (newest first) filtered by status and type; ``item`` shows one
-item's metadata, status, error, chunk count and every processing run (stage, outcome, error);
+item's metadata, status, error, chunk count, every processing run (stage, outcome, error) and
+its versions;
 ``delete`` removes an item and everything derived from it, after a confirmation on a terminal
 (``--yes`` skips it; without a terminal ``--yes`` is required).
 """
@@ -19,7 +20,7 @@ from relata.domain.models import CLI_ACTOR, ItemStatus, SourceType
 
 if TYPE_CHECKING:
     from relata.bootstrap import Container
-    from relata.domain.models import Item, ProcessingRun, Workspace
+    from relata.domain.models import Item, ItemVersion, ProcessingRun, Workspace
     from relata.ingest.catalog import ItemDetail
 
 _TITLE_CHARS = 48
@@ -47,9 +48,10 @@ def register(sub: Any) -> None:
 
     p = sub.add_parser(
         "item",
-        help="show one item: metadata, status, error, chunks and processing runs",
-        description="Show one item: its metadata, status and error, its chunk count, and "
-        "every processing run (stage, outcome, when, error).",
+        help="show one item: metadata, status, error, chunks, processing runs and versions",
+        description="Show one item: its metadata, status and error, its chunk count, every "
+        "processing run (stage, outcome, when, error) and its versions (newest first; a "
+        "previous version's original is kept up to RELATA_KEEP_PREVIOUS_ORIGINALS).",
     )
     p.add_argument("item_id", metavar="ID", help="the item's id (from `relata items`)")
     add_workspace_option(p)
@@ -159,9 +161,13 @@ def _item(args: argparse.Namespace) -> int:
     with open_container(log=False) as c:
         ws = c.workspaces.resolve(args.workspace)
         detail = _get(c, ws, args.item_id)
+        versions = c.versions.list(ws.id, args.item_id)
     item, runs = detail.item, detail.runs
     if args.json:
-        data = item_dict(item) | {"runs": [run_dict(r) for r in runs]}
+        from relata.schemas.versions import versions_out
+
+        listed = versions_out(item.id, versions).model_dump(mode="json")["versions"]
+        data = item_dict(item) | {"runs": [run_dict(r) for r in runs], "versions": listed}
         print(json.dumps(data, indent=2, ensure_ascii=False))
         return 0
     out = sys.stdout.write
@@ -187,9 +193,20 @@ def _item(args: argparse.Namespace) -> int:
         when = r.started_at.strftime("%Y-%m-%d %H:%M:%S")
         out(f"  {when}  {r.stage:<10} {r.outcome!s:<10}" + (f" {r.error}" if r.error else ""))
         out("\n")
+    _versions(out, versions)
     if item.status is ItemStatus.FAILED:
         out(f"\nto try again: relata reprocess {item.id}\n")
     return 0
+
+
+def _versions(out: Any, versions: list[ItemVersion]) -> None:
+    """The item's versions, newest first; a previous one's original may be gone."""
+    out(f"\nversions ({len(versions)}):\n")
+    for n, v in enumerate(versions):
+        when = v.created_at.strftime("%Y-%m-%d %H:%M:%S")
+        note = "current" if n == 0 else ("kept" if v.original_path else "original removed")
+        name = v.filename or "-"
+        out(f"  {v.number:>3}  {when}  {v.sha256[:12]}  {v.size_bytes:>9} B  {note:<16} {name}\n")
 
 
 def _delete(args: argparse.Namespace) -> int:
