@@ -27,7 +27,9 @@ SECOND = b"# Slipway report\n\nRepairs to the slipway were finished in August 20
 
 @pytest.fixture
 def c(settings: Settings) -> Iterator[Container]:
-    with built(settings, embedding_provider="none", max_upload_bytes=64 * 1024) as cont:
+    with built(
+        settings, embedding_provider="none", max_upload_bytes=64 * 1024, max_json_bytes=4096
+    ) as cont:
         yield cont
 
 
@@ -82,6 +84,15 @@ def test_an_editor_uploads_a_new_version_and_downloads_both(
     assert event.target_id == item_id and event.details["version"] == 2
 
 
+def test_a_version_is_bounded_as_an_upload_not_as_a_json_request(
+    client: TestClient, c: Container
+) -> None:
+    item_id = _item(c)
+    larger = b"# Slipway report\n\n" + b"The slipway was repaired again. " * 1000
+    assert 4096 < len(larger) < 64 * 1024
+    assert _put(client, item_id, larger).status_code == 202
+
+
 def test_the_same_bytes_again_answer_unchanged(client: TestClient, c: Container) -> None:
     item_id = _item(c)
     resp = _put(client, item_id, FIRST, "renamed.md")
@@ -125,7 +136,7 @@ def test_refusals_name_the_problem(client: TestClient, c: Container) -> None:
     empty = _put(client, item_id, b"   ")
     assert empty.status_code == 400 and empty.json()["error"]["field"] == "file"
     big = _put(client, item_id, b"x" * (65 * 1024))
-    assert big.status_code == 413
+    assert big.status_code == 413 and "RELATA_MAX_UPLOAD_BYTES" in big.text
     binary = _put(client, item_id, b"\x89PNG\r\n\x1a\n" + b"\x00" * 64, "x.png")
     assert binary.status_code == 415
     json_body = client.put(f"/api/v1/items/{item_id}/content", json={"text": "x"})

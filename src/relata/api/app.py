@@ -173,7 +173,11 @@ def create_app(
     limits = BodyLimits.from_settings(container.settings)
     api_kinds = RouteKinds(
         app.routes,
-        {"sign_in": BodyKind.SIGN_IN, "create_item": BodyKind.UPLOAD},
+        {
+            "sign_in": BodyKind.SIGN_IN,
+            "create_item": BodyKind.UPLOAD,
+            "put_content": BodyKind.UPLOAD,
+        },
         default=BodyKind.JSON,
     )
 

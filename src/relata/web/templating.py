@@ -59,6 +59,9 @@ def _query(base: dict[str, Any], **changes: Any) -> str:
 NOTICES: dict[str, str] = {
     "uploaded": "Uploaded. Processing has started; the status updates as it goes.",
     "reprocessing": "Processing again from the start.",
+    "version_uploaded": "New version uploaded. It is processed from the start; what the "
+    "previous version contributed is replaced.",
+    "version_unchanged": "Nothing changed: the file is the current version's content.",
     "deleted": "Deleted, with everything derived from it.",
     "confirmed": "Confirmed.",
     "rejected": "Rejected.",

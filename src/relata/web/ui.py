@@ -62,7 +62,11 @@ class WebUI:
 
     @cached_property
     def _body_kinds(self) -> RouteKinds:
-        kinds = {"web_sign_in_post": BodyKind.SIGN_IN, "web_upload": BodyKind.UPLOAD}
+        kinds = {
+            "web_sign_in_post": BodyKind.SIGN_IN,
+            "web_upload": BodyKind.UPLOAD,
+            "web_item_content": BodyKind.UPLOAD,
+        }
         return RouteKinds(self.router.routes, kinds, default=BodyKind.FORM)
 
     def body_rule(self, scope: Scope, limits: BodyLimits) -> BodyRule:

@@ -18,6 +18,7 @@ from relata.web.pages import (
     search,
     settings,
     upload,
+    versions,
 )
 
 router = APIRouter(include_in_schema=False)
@@ -26,6 +27,7 @@ for _area in (
     library,
     upload,
     items,
+    versions,
     search,
     ask,
     entities,

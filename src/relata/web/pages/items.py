@@ -1,6 +1,7 @@
 """One item: metadata, processing runs, its text with entity mentions and claim quotations
 highlighted, its chunks, entities, claims, contradictions and related items; and its actions
-(reprocess, download the original, delete after a confirmation page).
+(reprocess, download the original, delete after a confirmation page), and its versions (the
+upload form and the downloads are ``relata.web.pages.versions``).
 
 Where the pieces come from, all read through the container as the API's item detail does
 (``c.items`` for the item and its runs, ``c.entities.for_item``, ``c.claims.for_item`` and
@@ -35,6 +36,7 @@ from relata.domain.models import Claim, Entity, EntityObservation
 from relata.domain.vocabulary import Role, StageKind
 from relata.schemas.claims import claim_out, contradiction_out
 from relata.schemas.items import item_out, run_out
+from relata.schemas.versions import versions_out
 from relata.web.context import Page, choice, field, form, page
 from relata.web.templating import render
 from relata.web.text import Segment, Span, segments
@@ -49,6 +51,7 @@ ENTITIES_SHOWN = 100
 CLAIMS_SHOWN = 100
 CONTRADICTIONS_SHOWN = 50
 RELATED_SHOWN = 20
+VERSIONS_SHOWN = 50
 #: A claim's label on hover is cut to this many characters.
 LABEL_CHARS = 200
 
@@ -167,6 +170,7 @@ def _item_view(
         "related": related[:RELATED_SHOWN],
         "related_more": len(related) > RELATED_SHOWN,
         "stages": [s.value for s in StageKind],
+        "versions": versions_out(item_id, c.versions.list(ws, item_id)).versions[:VERSIONS_SHOWN],
     }
 
 
