@@ -125,6 +125,12 @@ PROBES: dict[str, Probe] = {
     "GET /api/v1/items/{item_id}/entities": P(path=ITEM),
     "GET /api/v1/items/{item_id}/claims": P(path=ITEM),
     "GET /api/v1/items/{item_id}/related": P(path=ITEM),
+    # A new version: the item is looked up before the body is read, so any body will do.
+    "PUT /api/v1/items/{item_id}/content": P(path=ITEM, body={"text": "{memo}"}),
+    "GET /api/v1/items/{item_id}/versions": P(path=ITEM),
+    "GET /api/v1/items/{item_id}/versions/{number}/original": P(
+        path={"item_id": "item", "number": "version"}
+    ),
     "GET /api/v1/search": P(query={"q": "{word}"}),
     "POST /api/v1/answers": P(viewer_may=True, body={"question": "What is {word}?"}),
     "GET /api/v1/entities": P(query={"q": "{subject}"}),
@@ -187,6 +193,9 @@ def _values(c: Container, ws: Workspace, username: str, token_id: str, word: str
             c, "SELECT min(id) FROM disagreements WHERE workspace_id = :ws", ws.id
         ),
         "token": token_id,
+        # Not "1": probed values are masked in the answers compared, digit by digit. The item
+        # is what a version is scoped by, and is looked up first.
+        "version": "999983",
         "invitation": _first(c, "SELECT min(id) FROM invitations WHERE workspace_id = :ws", ws.id),
         "word": word,
         "subject": SUBJECT if word == RARE_WORD else "Nothing Such",
@@ -203,6 +212,7 @@ def _missing() -> Values:
         **{k: str(uuid.uuid4()) for k in ("item", "entity", "alias", "contradiction")},
         **{k: str(uuid.uuid4()) for k in ("relationship", "token", "invitation")},
         "disagreement": str(uuid.uuid4()),
+        "version": "999983",
         "word": f"qq{tag}",
         "subject": f"Nobody {tag}",
         "memo": f"A memo about nothing in particular, number {tag}.",
