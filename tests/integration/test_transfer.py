@@ -171,12 +171,20 @@ def test_a_seeded_embedded_deployment_moves_to_postgresql_with_every_row_and_dec
         assert found.legs["vector"] == "ran" and found.results
         titles = [r.item.title for r in found.results]
         assert titles[0] == "The Meridian Tidal Institute"
-        # Originals: in the target's data dir, byte for byte.
+        # Originals: in the target's data dir, byte for byte, previous versions' too.
+        previous = 0
         for item in before.repos.items.list(ws, limit=50):
             assert (
                 after.items.original(ws, item.id).path.read_bytes()
                 == before.items.original(ws, item.id).path.read_bytes()
             )
+            for v in before.versions.list(ws, item.id):
+                assert (
+                    after.versions.original(ws, item.id, v.number).path.read_bytes()
+                    == before.versions.original(ws, item.id, v.number).path.read_bytes()
+                )
+                previous += v.number > 1
+        assert previous == 1
     assert OriginalStore(target_dir).root.is_dir()
 
 

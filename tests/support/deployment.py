@@ -30,6 +30,8 @@ from tests.support.fake_embedder import FakeEmbedder
 from tests.support.ingest import built, drain
 
 WIDTH = 384
+ROTA_V1 = b"Lighthouse rota. Keepers walk the lamp gallery on Tuesday and Thursday.\n"
+ROTA_V2 = b"Lighthouse rota. Keepers walk the lamp gallery on Monday and Friday.\n"
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +65,13 @@ def seed_deployment(settings: Settings) -> Seeded:
     with built(settings, embedder=embedder()) as c:
         ws = c.workspaces.resolve()
         item_ids = ingest_demo(c, ws.id)
+        # An item with a second version: its previous original is kept (item_versions).
+        rota = c.ingest.ingest(
+            ws.id, IngestRequest(data=ROTA_V1, filename="rota.txt"), actor=CLI_ACTOR
+        )
+        drain(c)
+        with c.versions.admit():
+            c.versions.upload(ws.id, rota.id, ROTA_V2, filename="rota.txt", actor=CLI_ACTOR)
         drain(c)
         admin = c.accounts.create_user(
             "ada", PASSWORD, workspace=ws, role=Role.OWNER, is_admin=True
