@@ -25,6 +25,13 @@ from relata.transfer.originals import copy_originals
 from tests.support.fake_embedder import FakeEmbedder
 from tests.support.ingest import built, drain, originals_of, workspace_id
 
+#: The tests of the SQL the feature adds run on both dialects.
+BOTH = pytest.mark.parametrize(
+    "database_url",
+    ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)],
+    indirect=True,
+)
+
 FIRST = (
     b"# Kestrel harbour notes\n\nThe Kestrel Tower opened in March 2019, the harbour board "
     b"said. The plinthwort beds cover 40 hectares.\n"
@@ -53,6 +60,7 @@ def _vector_ids(c: Container, ws: str) -> int:
     return c.vectors.count(ws)
 
 
+@BOTH
 def test_a_new_version_replaces_the_old_ones_chunks_vectors_and_claims(c: Container) -> None:
     ws = workspace_id(c)
     item = c.ingest.ingest(ws, IngestRequest(data=FIRST, filename="notes.md"))
@@ -116,6 +124,7 @@ def test_an_identical_reupload_is_a_no_op(c: Container) -> None:
     assert c.repos.items.get(ws, item.id).original_filename == "notes.md"
 
 
+@BOTH
 def test_another_items_content_is_refused_as_a_duplicate(c: Container) -> None:
     ws = workspace_id(c)
     first = c.ingest.ingest(ws, IngestRequest(data=FIRST, filename="a.md"))
@@ -139,6 +148,7 @@ def test_another_workspaces_item_is_not_found(c: Container) -> None:
         c.versions.original(ws, item.id, 1)
 
 
+@BOTH
 def test_previous_originals_past_the_retention_are_removed_and_listed(
     settings: Settings,
 ) -> None:
@@ -229,6 +239,7 @@ def test_a_confirmed_relationship_whose_evidence_holds_stays_confirmed(
         assert spans and all(text[s["start"] : s["end"]] == s["quotation"] for s in spans)
 
 
+@BOTH
 @pytest.mark.empty_database
 def test_the_migration_gives_every_existing_item_its_version_1(database_url: str) -> None:
     db = Database.from_url(database_url)

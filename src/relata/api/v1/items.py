@@ -70,6 +70,7 @@ _ITEM_LINKS = {
     "GetItemText": _item_link("/api/v1/items/{item_id}/text", "get"),
     "GetItemChunks": _item_link("/api/v1/items/{item_id}/chunks", "get"),
     "ReprocessItem": _item_link("/api/v1/items/{item_id}/reprocess", "post"),
+    "GetItemVersions": _item_link("/api/v1/items/{item_id}/versions", "get"),
     "DeleteItem": _item_link("/api/v1/items/{item_id}", "delete"),
 }
 
