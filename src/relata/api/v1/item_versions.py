@@ -18,7 +18,7 @@ from starlette.responses import FileResponse
 
 from relata.api.deps import ContainerDep, PrincipalDep
 from relata.api.openapi import errors
-from relata.api.v1.items import content_disposition, read_form, too_large
+from relata.api.v1.items import ORIGINAL_BODY, content_disposition, read_form, too_large
 from relata.domain.errors import UnsupportedContent, ValidationError
 from relata.schemas.items import item_out
 from relata.schemas.versions import ItemVersionList, VersionUploadOut, version_out, versions_out
@@ -135,10 +135,7 @@ def list_versions(item_id: str, p: PrincipalDep, c: ContainerDep) -> ItemVersion
     "still kept (404 once it has been removed past RELATA_KEEP_PREVIOUS_ORIGINALS).",
     response_class=Response,
     responses={
-        200: {
-            "description": "the original bytes",
-            "content": {"application/octet-stream": {"schema": {"type": "string"}}},
-        },
+        200: {"description": "the original bytes", "content": ORIGINAL_BODY},
         **errors(404),
     },
 )

@@ -322,7 +322,7 @@ def content_disposition(filename: str) -> str:
 
 #: The original's body by the media type it is served with (the detected type's): text as
 #: text, a JSON document as the JSON value it is, PDF and DOCX as bytes.
-_ORIGINAL_BODY: dict[str, dict[str, Any]] = {
+ORIGINAL_BODY: dict[str, dict[str, Any]] = {
     "text/plain": {"schema": {"type": "string"}},
     "text/markdown": {"schema": {"type": "string"}},
     "application/json": {"schema": {"description": "the JSON document exactly as uploaded"}},
@@ -339,7 +339,7 @@ _ORIGINAL_BODY: dict[str, dict[str, Any]] = {
     "(`Content-Disposition: attachment`, `X-Content-Type-Options: nosniff`).",
     response_class=Response,
     responses={
-        200: {"description": "the original bytes", "content": _ORIGINAL_BODY},
+        200: {"description": "the original bytes", "content": ORIGINAL_BODY},
     },
 )
 def get_original(item_id: str, p: PrincipalDep, c: ContainerDep) -> FileResponse:

@@ -46,6 +46,7 @@ from relata.storage.sql.items import insert_run, set_item_status, store_parsed
 from relata.storage.sql.jobs import insert_pending, job_from_row
 from relata.storage.sql.knowledge import replace_relationships
 from relata.storage.sql.tables import jobs
+from relata.storage.sql.vanished import drop_vanished_contradictions
 
 _COMPLETE = (
     jobs.update()
@@ -95,6 +96,8 @@ class SqlStageTransaction:
 
     def replace_claims(self, item_id: str, claims: Sequence[Claim]) -> None:
         replace_item_claims(self._conn, self._dialect, self._ws, item_id, claims, self._now)
+        # A new version's text may no longer quote what a contradiction quoted (ADR 45).
+        drop_vanished_contradictions(self._conn, self._dialect, self._ws, item_id, self._now)
 
     def claims_written_after(
         self, after: int, subjects: Sequence[str], *, exclude_item: str, limit: int
