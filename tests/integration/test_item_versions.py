@@ -15,7 +15,13 @@ from relata.bootstrap import Container
 from relata.config.settings import Settings
 from relata.domain.errors import DuplicateItem, NotFound
 from relata.domain.models import CLI_ACTOR, ItemStatus, ReviewStatus, SourceType
-from relata.domain.vocabulary import AuditAction, SearchLeg
+from relata.domain.vocabulary import (
+    AuditAction,
+    ContradictionStatus,
+    DisagreementStatus,
+    Resolution,
+    SearchLeg,
+)
 from relata.ingest.service import IngestRequest
 from relata.search.service import SearchQuery
 from relata.seed import demo_documents
@@ -274,3 +280,44 @@ def test_the_migration_gives_every_existing_item_its_version_1(database_url: str
         ]
     finally:
         db.dispose()
+
+
+@BOTH
+def test_a_corrected_date_removes_the_disagreement_and_a_new_conflict_opens_one(
+    settings: Settings,
+) -> None:
+    """The demo press release says the array entered commercial operation in March 2019, the
+    council minutes June 2021: one disagreement. A version with the corrected date leaves
+    nothing quoting March 2019, so the contradiction and its disagreement go, resolved or
+    not; a version with another date disagrees again, as a new, open disagreement."""
+    with built(settings, embedding_provider="none") as c:
+        ws = workspace_id(c)
+        press, data = "", b""
+        for doc in demo_documents():
+            item = c.ingest.ingest(
+                ws, IngestRequest(data=doc.data, filename=doc.filename, created_at=doc.created_at)
+            )
+            if "press-release" in doc.filename:
+                press, data = item.id, doc.data
+        drain(c)
+        [disagreement] = c.claims.disagreements(ws)
+        c.claims.resolve_disagreement(
+            ws, disagreement.id, Resolution.POSITION_CORRECT, by="tester", position=2
+        )
+        assert [x.status for x in c.claims.contradictions(ws)] == [ContradictionStatus.RESOLVED]
+
+        with c.versions.admit():
+            c.versions.upload(ws, press, data.replace(b"14 March 2019", b"14 June 2021"))
+        drain(c)
+        assert c.claims.disagreements(ws) == [] and c.claims.contradictions(ws) == []
+
+        with c.versions.admit():
+            c.versions.upload(ws, press, data.replace(b"14 March 2019", b"14 March 2020"))
+        drain(c)
+        [again] = c.claims.contradictions(ws)
+        assert again.status is ContradictionStatus.OPEN
+        text = c.repos.items.get(ws, press).text or ""
+        side = again.first if again.first.item_id == press else again.second
+        assert side.quotation in text and "March 2020" in side.quotation
+        [reopened] = c.claims.disagreements(ws)
+        assert reopened.status is DisagreementStatus.OPEN
