@@ -105,9 +105,10 @@ class AdministrationService:
         validate_password(password)
         try:  # before a private workspace is made, so a taken name leaves nothing behind
             self._accounts.get_by_username(name)
-            raise DuplicateKey(USERNAME_TAKEN.format(username=name))
         except NotFound:
             pass
+        else:
+            raise DuplicateKey(USERNAME_TAKEN.format(username=name))
         if join is not None:
             ws = self._workspaces.resolve(join.strip().lower())
         else:
