@@ -89,11 +89,11 @@ class RowTable:
             return
         groups = self._groups()
         if not groups:
-            builder.add(self.header, kind="table", heading_path=path, clean=False)
+            builder.add(self.header.strip(), kind="table", heading_path=path, clean=False)
             return
         for first, last, lines in groups:
             label = (f"rows {first}-{last}",) if len(groups) > 1 else ()
-            text = "\n".join([self.header, *lines])
+            text = "\n".join([self.header, *lines]).strip()  # a first cell may be empty
             builder.add(text, kind="table", heading_path=path + label, clean=False)
 
     def _groups(self) -> list[tuple[int, int, list[str]]]:
