@@ -52,7 +52,7 @@ def test_html_title_falls_back_to_the_first_h1_and_hidden_content_is_left_out() 
 @pytest.mark.parametrize(
     ("data", "filename", "content_type", "expected"),
     [
-        pytest.param(b"<!-- c -->\n<!doctype html><p>x</p>", None, None, SourceType.HTML, id="doctype"),
+        pytest.param(b"<!-- c -->\n<!doctype html><p>x", None, None, SourceType.HTML, id="doctype"),
         pytest.param(b"  <HTML><body>x</body></HTML>", None, None, SourceType.HTML, id="html-tag"),
         pytest.param(b"<p>Fragment</p>", "page.htm", None, SourceType.HTML, id="fragment-by-name"),
         pytest.param(b"<div>x</div>", None, "text/html; charset=utf-8", SourceType.HTML, id="type"),
