@@ -242,3 +242,15 @@ def test_an_email_is_sniffed_from_its_header_block(data: bytes, expected: Source
 def test_unsupported_office_and_archive_formats_are_still_refused() -> None:
     with pytest.raises(UnsupportedContent, match="legacy Microsoft Office"):
         sniff(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(600), filename="old.xls")
+
+
+def test_an_office_zip_bomb_is_refused_at_upload_and_inside_a_message_only_skipped() -> None:
+    data = make_xlsx({"S": [["a"], ["z" * 50_000]]})
+    limits = ParseLimits(max_uncompressed_bytes=40_000)
+    with pytest.raises(TooLarge, match="a zip bomb"):
+        sniff(data, limits=limits)
+    message = make_eml(attachments=[("bomb.xlsx", XLSX_TYPE, data)])
+    doc = parse(message, SourceType.EMAIL, limits=limits)
+    assert doc.title == "Harbour report" and "slipway repairs" in doc.text
+    assert len(doc.warnings) == 1 and "'bomb.xlsx' was not read" in doc.warnings[0]
+    assert "zip bomb" in doc.warnings[0]
