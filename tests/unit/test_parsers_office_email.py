@@ -14,7 +14,7 @@ from relata.chunking import chunk_document
 from relata.domain.errors import TooLarge, UnsupportedContent, ValidationError
 from relata.domain.models import SourceType
 from relata.parsing import ParseLimits, parse, sniff
-from tests.fuzz.docgen import replace_entry
+from tests.fuzz.docgen import make_zip, replace_entry
 from tests.fuzz.invariants import check_chunks, check_document
 from tests.fuzz.officegen import XLSX_TYPE, make_csv, make_eml, make_pptx, make_xlsx
 
@@ -254,3 +254,20 @@ def test_an_office_zip_bomb_is_refused_at_upload_and_inside_a_message_only_skipp
     assert doc.title == "Harbour report" and "slipway repairs" in doc.text
     assert len(doc.warnings) == 1 and "'bomb.xlsx' was not read" in doc.warnings[0]
     assert "zip bomb" in doc.warnings[0]
+
+
+def test_a_dtd_in_a_part_not_named_xml_is_refused_too() -> None:
+    data = make_xlsx({"S": [["a"], ["b"]]})
+    rels = _part(data, "xl/_rels/workbook.xml.rels").replace(
+        b"worksheets/sheet1.xml", b"worksheets/sheet1.dat"
+    )
+    sheet = _part(data, SHEET)
+    renamed = replace_entry(replace_entry(data, "xl/_rels/workbook.xml.rels", rels), SHEET, b"")
+    source = zipfile.ZipFile(io.BytesIO(renamed))
+    entries = {n: source.read(n) for n in source.namelist() if n != SHEET}
+    entries["xl/worksheets/sheet1.dat"] = b'<!DOCTYPE x [<!ENTITY a "a">]>' + sheet
+    hostile = make_zip(entries)
+    with pytest.raises(ValidationError, match="sheet1.dat declares a DTD"):
+        parse(hostile, SourceType.XLSX)
+    entries["xl/worksheets/sheet1.dat"] = sheet
+    assert parse(make_zip(entries), SourceType.XLSX).text == "S\n\na\nb"

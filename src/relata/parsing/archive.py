@@ -154,7 +154,7 @@ def describe_zip(names: set[str]) -> str:
     return "a zip archive that is not a DOCX, XLSX or PPTX document"
 
 
-_PROLOG_BYTES = 64 * 1024
+_PROLOG_BYTES = 8 * 1024
 _ROOT_START = re.compile(r"<[A-Za-z_]")
 _DECLARATION = re.compile(r"<!(?:DOCTYPE|ENTITY)", re.I)
 
@@ -162,20 +162,20 @@ _DECLARATION = re.compile(r"<!(?:DOCTYPE|ENTITY)", re.I)
 def check_xml_parts(archive: zipfile.ZipFile, limits: ParseLimits, what: str) -> None:
     """Refuse an XLSX/PPTX package whose XML parts a library would read unsafely.
 
-    Every ``.xml``/``.rels`` part must declare at most ``max_xml_part_bytes`` (from the zip
-    directory, before reading), and none may declare a DTD or entities: Office XML never
+    Every ``.xml``/``.rels`` part, and every other part that begins like XML, must declare at
+    most ``max_xml_part_bytes`` (from the zip directory), and none may declare a DTD or
+    entities: Office XML never
     needs one, and the libraries that read these parts (openpyxl, python-pptx) do not all
     turn entity expansion off. A DTD can only come before the root element, so each part's
-    prolog (at most 64 KiB) is read, not the whole part.
+    prolog (at most 8 KiB: Office parts open with their root element) is read, not the whole
+    part, so the check costs little even at upload.
     """
     for info in archive.infolist():
-        if not info.filename.endswith((".xml", ".rels")):
+        named_xml = info.filename.endswith((".xml", ".rels"))
+        if named_xml:
+            _check_part_size(info, limits, what)
+        if info.is_dir():
             continue
-        if info.file_size > limits.max_xml_part_bytes:
-            raise too_big(
-                f"the {what} part {info.filename} is {info.file_size} bytes uncompressed; "
-                f"the limit is {limits.max_xml_part_bytes} bytes"
-            )
         stream = open_member(archive, info.filename)
         if stream is None:  # pragma: no cover - listed in the directory
             continue
@@ -186,6 +186,11 @@ def check_xml_parts(archive: zipfile.ZipFile, limits: ParseLimits, what: str) ->
                 raise damaged(type(exc).__name__) from exc
         codec = "utf-16" if head.startswith((b"\xff\xfe", b"\xfe\xff")) else "latin-1"
         prolog = head.decode(codec, errors="replace")
+        # A part a relationship points at is read as XML whatever its name: check any part
+        # that looks like XML, not only the ones named so.
+        if not named_xml and not prolog.lstrip("\ufeff\xef\xbb\xbf \t\r\n").startswith("<"):
+            continue
+        _check_part_size(info, limits, what)
         root = _ROOT_START.search(prolog)
         end = root.start() if root else len(prolog)
         if _DECLARATION.search(prolog, 0, end):
@@ -193,4 +198,12 @@ def check_xml_parts(archive: zipfile.ZipFile, limits: ParseLimits, what: str) ->
                 f"the {what} part {info.filename} declares a DTD or entities (not allowed)"
             )
         if root is None and len(head) == _PROLOG_BYTES:
-            raise unparseable(f"the {what} part {info.filename} has an XML prolog over 64 KiB")
+            raise unparseable(f"the {what} part {info.filename} has an XML prolog over 8 KiB")
+
+
+def _check_part_size(info: zipfile.ZipInfo, limits: ParseLimits, what: str) -> None:
+    if info.file_size > limits.max_xml_part_bytes:
+        raise too_big(
+            f"the {what} part {info.filename} is {info.file_size} bytes uncompressed; "
+            f"the limit is {limits.max_xml_part_bytes} bytes"
+        )
