@@ -20,8 +20,6 @@ import io
 import zipfile
 from typing import Any
 
-from openpyxl import load_workbook
-
 from relata.domain.models import SourceType
 from relata.parsing.archive import check_xml_parts, open_zip
 from relata.parsing.model import (
@@ -54,6 +52,8 @@ def core_properties(props: Any, builder: DocumentBuilder) -> str | None:
 
 
 def parse_xlsx(data: bytes, limits: ParseLimits, deadline: Deadline) -> Document:
+    from openpyxl import load_workbook  # ~0.1 s to import: only where a workbook is read
+
     with open_zip(data, limits) as archive:
         check_xlsx(archive, limits)
     builder = DocumentBuilder(SourceType.XLSX, limits)

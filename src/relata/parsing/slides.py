@@ -18,9 +18,6 @@ import zipfile
 from collections.abc import Iterable
 from typing import Any
 
-from pptx import Presentation
-from pptx.shapes.group import GroupShape
-
 from relata.domain.models import SourceType
 from relata.parsing.archive import check_xml_parts, open_zip
 from relata.parsing.model import (
@@ -52,6 +49,12 @@ def check_pptx(archive: zipfile.ZipFile, limits: ParseLimits) -> None:
     check_xml_parts(archive, limits, "PPTX")
 
 
+def _is_group(shape: Any) -> bool:
+    from pptx.shapes.group import GroupShape
+
+    return isinstance(shape, GroupShape)
+
+
 class _SlideReader:
     def __init__(self, builder: DocumentBuilder, budget: CellBudget) -> None:
         self.builder = builder
@@ -61,7 +64,7 @@ class _SlideReader:
         for shape in shapes:
             if shape is skip or (skip is not None and shape.shape_id == skip.shape_id):
                 continue
-            if isinstance(shape, GroupShape):
+            if _is_group(shape):
                 if depth >= _MAX_GROUP_DEPTH:
                     raise too_big(
                         f"the presentation nests groups of shapes more than "
@@ -98,6 +101,8 @@ class _SlideReader:
 
 
 def parse_pptx(data: bytes, limits: ParseLimits, deadline: Deadline) -> Document:
+    from pptx import Presentation  # ~0.2 s to import (with Pillow): only where a deck is read
+
     with open_zip(data, limits) as archive:
         check_pptx(archive, limits)
     builder = DocumentBuilder(SourceType.PPTX, limits)
