@@ -55,6 +55,7 @@ from relata.embeddings.status import ModelStatusService
 from relata.entities.deterministic import DeterministicExtractor
 from relata.entities.service import EntityService
 from relata.entities.stage import EntityStage
+from relata.exchange.service import ExchangeService
 from relata.ingest.admission import Admission
 from relata.ingest.catalog import ItemCatalog
 from relata.ingest.originals import OriginalStore
@@ -199,6 +200,8 @@ class Container:
     tokens: TokenService
     members: MemberService
     invitations: InvitationService
+    # Export of a workspace's knowledge, and import of an export (relata.exchange).
+    exchange: ExchangeService
     # Federated sign-in (OpenID Connect); None when RELATA_OIDC_ISSUER is empty.
     oidc: OidcService | None = None
     extras: dict[str, Any] = field(default_factory=dict)
@@ -358,6 +361,7 @@ def build(
         disagreements=repos.disagreements,
     )
     accounts = _build_accounts(settings, clock, db, repos, audit, password_hasher)
+    workspaces = WorkspaceService(repos.workspaces, clock, settings.default_workspace, audit=audit)
     return Container(
         settings=settings,
         clock=clock,
@@ -365,9 +369,7 @@ def build(
         metrics=metrics,
         repos=repos,
         health=Health(db),
-        workspaces=WorkspaceService(
-            repos.workspaces, clock, settings.default_workspace, audit=audit
-        ),
+        workspaces=workspaces,
         queue=queue,
         registry=registry,
         classifier=classifier,
@@ -412,6 +414,14 @@ def build(
         members=MemberService(repos.workspaces, repos.users, clock, audit=audit),
         invitations=InvitationService(
             repos.invitations, repos.workspaces, repos.users, clock, audit=audit
+        ),
+        exchange=ExchangeService(
+            db,
+            workspaces,
+            OriginalStore(settings.data_path),
+            clock,
+            audit=audit,
+            max_upload_bytes=settings.max_upload_bytes,
         ),
         oidc=_build_oidc(settings, clock, db, accounts, audit),
     )

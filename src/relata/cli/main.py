@@ -28,6 +28,7 @@ from relata.cli import (
     claims,
     doctor,
     entities,
+    exchange,
     ingest,
     inspect,
     items,
@@ -82,6 +83,7 @@ _COMMANDS: tuple[ModuleType | Deferred, ...] = (
     admin,
     transfer,
     backup,
+    exchange,
 )
 
 

@@ -20,6 +20,7 @@ from relata.api.v1 import (
     auth,
     claims,
     entities,
+    exchange,
     invitations,
     items,
     jobs,
@@ -50,6 +51,7 @@ _GROUPS = (
     tokens,
     workspaces,
     invitations,
+    exchange,
 )
 for group in _GROUPS:
     router.include_router(group.router, responses=errors(503), dependencies=[Depends(principal)])

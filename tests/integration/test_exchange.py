@@ -1,0 +1,276 @@
+"""Export and import (``relata.exchange``) on the processed demo corpus, with decisions made:
+GraphML read back by networkx with the store's counts; CSV a zip of one file per kind; JSON
+Lines exported, imported into a new workspace, exported again and equal modulo ids, the
+decisions kept; a bad file refused with its line, before anything is written; the audit."""
+
+from __future__ import annotations
+
+import base64
+import csv
+import io
+import json
+import uuid
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+import pytest
+import sqlalchemy as sa
+
+from relata.bootstrap import Container
+from relata.cli.main import main
+from relata.domain.errors import Conflict
+from relata.domain.models import CLI_ACTOR, AliasStatus, ReviewStatus, Workspace
+from relata.domain.vocabulary import AuditAction, Resolution
+from relata.exchange.importing import _ID_NAMESPACE
+from relata.exchange.reading import WorkspaceReader
+from relata.exchange.records import ENTITY, KINDS, RecordError
+from relata.storage.sql import tables as t
+
+
+def _export(c: Container, ws: Workspace, fmt: str, **kw: Any) -> bytes:
+    return b"".join(c.exchange.export(ws, fmt, actor=CLI_ACTOR, **kw))
+
+
+def _decide(c: Container, ws: Workspace) -> dict[str, str]:
+    """One decision of each kind, so that the export has some to carry."""
+    alias = c.entities.aliases(ws.id)[0].alias
+    c.entities.decide(ws.id, alias.id, AliasStatus.REJECTED, by="ann", note="two ships")
+    rel = c.relationships.queue(ws.id)[0]
+    c.relationships.review(ws.id, rel.id, ReviewStatus.CONFIRMED, by="ann", note="same array")
+    dis = c.claims.disagreements(ws.id)[0]
+    c.claims.resolve_disagreement(
+        ws.id, dis.id, Resolution.POSITION_CORRECT, by="ann", position=1, note="the log"
+    )
+    return {"alias": alias.id, "relationship": rel.id, "disagreement": dis.id}
+
+
+def _records(data: bytes) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in data.decode().splitlines()]
+
+
+def _remapped(value: Any, ids: set[str], ws_id: str) -> Any:
+    if isinstance(value, str):
+        return str(uuid.uuid5(_ID_NAMESPACE, f"{ws_id}/{value}")) if value in ids else value
+    if isinstance(value, list):
+        return [_remapped(v, ids, ws_id) for v in value]
+    if isinstance(value, dict):
+        return {_remapped(k, ids, ws_id): _remapped(v, ids, ws_id) for k, v in value.items()}
+    return value
+
+
+def _order(record: dict[str, Any]) -> tuple[int, str]:
+    """Kinds in export order, then by id (new ids sort differently)."""
+    return [k.name for k in KINDS].index(record["record"]), record["id"]
+
+
+@pytest.fixture
+def ws(demo_container: Container) -> Workspace:
+    return demo_container.workspaces.resolve()
+
+
+def test_graphml_reads_back_in_networkx_with_the_stores_counts(
+    demo_container: Container, ws: Workspace, tmp_path: Path
+) -> None:
+    c = demo_container
+    _decide(c, ws)
+    path = tmp_path / "w.graphml"
+    path.write_bytes(_export(c, ws, "graphml"))
+    graph = nx.read_graphml(path)
+    with c.db.read() as conn:
+
+        def count(table: sa.Table, *where: Any) -> int:
+            q = sa.select(sa.func.count()).select_from(table).where(table.c.workspace_id == ws.id)
+            return int(conn.execute(q.where(*where)).scalar_one())
+
+        items = count(t.items, t.items.c.deleted_at.is_(None))
+        entities = count(t.entities)
+        obs = t.entity_observations
+        pairs = conn.execute(
+            sa.select(sa.func.count()).select_from(
+                sa.select(obs.c.item_id, obs.c.entity_id)
+                .where(obs.c.workspace_id == ws.id)
+                .distinct()
+                .subquery()
+            )
+        ).scalar_one()
+        edges = count(t.relationships) + pairs + count(t.entity_aliases) + count(t.contradictions)
+    assert items == 5 and entities > 10 and pairs > 10
+    assert graph.number_of_nodes() == items + entities
+    assert graph.number_of_edges() == edges
+    kinds = {d["kind"] for _, _, d in graph.edges(data=True)}
+    assert kinds == {"relationship", "mentions", "alias", "contradicts"}
+    confirmed = [d for _, _, d in graph.edges(data=True) if d.get("review_status") == "confirmed"]
+    assert len(confirmed) == 1 and confirmed[0]["note"] == "same array"
+    assert isinstance(confirmed[0]["score"], float)
+    titles = {d["label"] for _, d in graph.nodes(data=True) if d["kind"] == "item"}
+    assert len(titles) == 5
+
+
+def test_csv_is_a_zip_of_one_file_per_kind_with_the_jsonl_columns(
+    demo_container: Container, ws: Workspace
+) -> None:
+    c = demo_container
+    _decide(c, ws)
+    archive = zipfile.ZipFile(io.BytesIO(_export(c, ws, "csv")))
+    names = archive.namelist()
+    assert names == [
+        "items.csv", "entities.csv", "mentions.csv", "aliases.csv", "claims.csv",
+        "contradictions.csv", "disagreements.csv", "relationships.csv",
+    ]  # fmt: skip
+    reader = WorkspaceReader(c.db, ws.id)
+    for kind, name in zip(KINDS, names, strict=True):
+        rows = list(csv.reader(io.TextIOWrapper(archive.open(name), encoding="utf-8")))
+        assert tuple(rows[0]) == kind.columns
+        assert len(rows) - 1 == reader.count(kind), name
+    aliases = list(csv.DictReader(io.TextIOWrapper(archive.open("aliases.csv"), "utf-8")))
+    assert [a["note"] for a in aliases if a["status"] == "rejected"] == ["two ships"]
+
+
+def test_jsonl_round_trips_into_a_new_workspace_with_its_decisions(
+    demo_container: Container, ws: Workspace, tmp_path: Path
+) -> None:
+    c = demo_container
+    decided = _decide(c, ws)
+    first = _export(c, ws, "jsonl")
+    path = tmp_path / "w.jsonl"
+    path.write_bytes(first)
+
+    report = c.exchange.import_jsonl(path, "copy", actor=CLI_ACTOR)
+    copy = c.workspaces.resolve("copy")
+    assert report.counts["item"] == 5 and report.originals == 0
+    second = _records(_export(c, copy, "jsonl"))
+    before = _records(first)
+    assert second[0]["workspace"]["slug"] == "copy" and before[0]["workspace"]["slug"] == "default"
+    ids = {r["id"] for r in before[1:]}
+    expected = [_remapped(r, ids, copy.id) for r in before[1:]]
+    assert sorted(second[1:], key=_order) == sorted(expected, key=_order)
+    assert not ids & {r["id"] for r in second[1:]}  # every id is a new one
+
+    # The decisions, as the services see them in the new workspace.
+    new = {k: str(uuid.uuid5(_ID_NAMESPACE, f"{copy.id}/{v}")) for k, v in decided.items()}
+    rejected = c.entities.aliases(copy.id, status=AliasStatus.REJECTED)
+    assert [(a.alias.id, a.alias.note) for a in rejected] == [(new["alias"], "two ships")]
+    rel = c.relationships.get(copy.id, new["relationship"])
+    assert rel.review_status == ReviewStatus.CONFIRMED and rel.reviewed_by == "ann"
+    dis = c.claims.disagreement(copy.id, new["disagreement"])
+    assert dis.resolution == Resolution.POSITION_CORRECT and dis.position == 0
+    # The original workspace is untouched, and a second import into the copy is refused.
+    assert _records(_export(c, ws, "jsonl"))[1:] == before[1:]
+    with pytest.raises(Conflict, match="already holds"):
+        c.exchange.import_jsonl(path, "copy", actor=CLI_ACTOR)
+
+    events = c.audit.list(copy.id, action=AuditAction.WORKSPACE_IMPORTED)
+    assert len(events) == 1 and events[0].details["items"] == 5
+    exported = c.audit.list(ws.id, action=AuditAction.WORKSPACE_EXPORTED)
+    assert [e.details["format"] for e in exported] == ["jsonl", "jsonl"]
+
+
+def test_originals_travel_with_the_jsonl_when_asked(
+    demo_container: Container, ws: Workspace, tmp_path: Path
+) -> None:
+    c = demo_container
+    data = _export(c, ws, "jsonl", with_originals=True)
+    items = [r for r in _records(data) if r["record"] == "item"]
+    assert all(r["text"] and base64.b64decode(r["original"]) for r in items)
+    assert all("original" not in r for r in _records(_export(c, ws, "jsonl")))
+    path = tmp_path / "w.jsonl"
+    path.write_bytes(data)
+    report = c.exchange.import_jsonl(path, "with-originals", actor=CLI_ACTOR)
+    assert report.originals == 5
+    copy = c.workspaces.resolve("with-originals")
+    for r in items:
+        new_id = str(uuid.uuid5(_ID_NAMESPACE, f"{copy.id}/{r['id']}"))
+        stored = c.items.original(copy.id, new_id)
+        assert stored.path.read_bytes() == base64.b64decode(r["original"])
+    with pytest.raises(Exception, match="jsonl format only"):
+        _export(c, ws, "csv", with_originals=True)
+
+
+def _write(path: Path, lines: list[Any]) -> Path:
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda r: {**r, "record": "secret"}, "line 3: unknown record kind 'secret'"),
+        (lambda r: {**r, "title": 7}, "line 3: item: title must be a string"),
+        (lambda r: {**r, "title": "x" * 501}, "line 3: item: title is longer than 500"),
+        (lambda r: {**r, "source_type": "exe"}, "line 3: item: source_type must be one of"),
+        (lambda r: {**r, "size_bytes": True}, "line 3: item: size_bytes must be an integer"),
+        (lambda r: {**r, "sneaky": 1}, "line 3: item has unknown fields: sneaky"),
+        (lambda r: {**r, "id": "../../etc"}, "line 3: item: id must be a lowercase UUID"),
+        (lambda r: {**r, "ingested_at": "2020-01-01T00:00"}, "must carry its UTC offset"),
+        (lambda r: [r], "line 3: a record must be a JSON object"),
+    ],
+)
+def test_a_bad_record_is_refused_with_its_line_before_anything_is_written(
+    demo_container: Container, ws: Workspace, tmp_path: Path, change: Any, message: str
+) -> None:
+    c = demo_container
+    records = _records(_export(c, ws, "jsonl"))
+    records[2] = change(records[2])  # the second item
+    path = _write(tmp_path / "bad.jsonl", records)
+    with pytest.raises(RecordError) as caught:
+        c.exchange.import_jsonl(path, "bad", actor=CLI_ACTOR)
+    assert message in caught.value.message
+    with pytest.raises(Exception, match="does not exist"):
+        c.workspaces.resolve("bad")
+
+
+def test_references_header_length_and_repeats_are_checked(
+    demo_container: Container, ws: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    c = demo_container
+    records = _records(_export(c, ws, "jsonl"))
+    first_mention = next(i for i, r in enumerate(records) if r["record"] == "mention")
+    cases = [
+        (records[1:], "line 1: not a Relata export"),
+        ([{**records[0], "version": 99}, *records[1:]], "format version 99"),
+        (
+            [*records[:first_mention], {**records[first_mention], "item_id": str(uuid.uuid4())}],
+            f"line {first_mention + 1}: mention: item_id names no item on an earlier line",
+        ),
+        ([*records[:3], records[2]], "line 4: item "),
+    ]
+    for lines, message in cases:
+        with pytest.raises(RecordError, match=message):
+            c.exchange.import_jsonl(_write(tmp_path / "x.jsonl", lines), "x", actor=CLI_ACTOR)
+    path = tmp_path / "long.jsonl"
+    path.write_bytes(json.dumps(records[0]).encode() + b"\n" + b"[" * 10_000 + b"\n")
+    with pytest.raises(RecordError, match="line 2: not a JSON object"):
+        c.exchange.import_jsonl(path, "x", actor=CLI_ACTOR)
+    bound = len(json.dumps(records[0])) + 1
+    monkeypatch.setattr("relata.exchange.importing.RECORD_BYTES", bound)
+    monkeypatch.setattr(c.exchange, "_max_upload", 0)
+    with pytest.raises(RecordError, match=f"line 2: the line is longer than {bound} bytes"):
+        c.exchange.import_jsonl(_write(tmp_path / "y.jsonl", records[:3]), "x", actor=CLI_ACTOR)
+
+
+def test_the_commands_export_and_import(
+    demo_container: Container, ws: Workspace, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    c = demo_container
+    with pytest.MonkeyPatch.context() as m:
+        m.setenv("RELATA_DATA_DIR", str(c.settings.data_path))
+        m.setenv("RELATA_DATABASE_URL", c.settings.database_url)
+        m.setenv("RELATA_EMBEDDING_PROVIDER", "none")
+        out = tmp_path / "w.jsonl"
+        assert main(["export", "--format", "jsonl", "--out", str(out)]) == 0
+        assert "exported workspace 'default' as jsonl" in capsys.readouterr().out
+        assert main(["export", "--format", "jsonl", "--out", str(out)]) == 1
+        assert "exists" in capsys.readouterr().err
+        assert main(["import", str(out), "--workspace", "from-cli"]) == 0
+        assert "into workspace 'from-cli': 5 items" in capsys.readouterr().out
+        assert main(["import", str(out), "--workspace", "from-cli"]) == 1
+        assert "already holds items" in capsys.readouterr().err
+        graph = tmp_path / "w.graphml"
+        args = ["--workspace", "from-cli", "--format", "graphml", "--out", str(graph)]
+        assert main(["export", *args]) == 0
+    copy = c.workspaces.resolve("from-cli")
+    entities = WorkspaceReader(c.db, copy.id).count(ENTITY)
+    assert entities > 10
+    assert nx.read_graphml(graph).number_of_nodes() == 5 + entities
