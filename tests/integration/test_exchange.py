@@ -20,14 +20,17 @@ import sqlalchemy as sa
 
 from relata.bootstrap import Container
 from relata.cli.main import main
+from relata.config.settings import Settings
 from relata.domain.errors import Conflict
 from relata.domain.models import CLI_ACTOR, AliasStatus, ReviewStatus, Workspace
 from relata.domain.vocabulary import AuditAction, Resolution
 from relata.exchange import formats
 from relata.exchange.importing import _ID_NAMESPACE
 from relata.exchange.reading import WorkspaceReader
-from relata.exchange.records import ENTITY, KINDS, RecordError
+from relata.exchange.records import ENTITY, ITEM, KINDS, RecordError
 from relata.storage.sql import tables as t
+from tests.support.ingest import built
+from tests.support.web import seed_demo
 
 
 def _export(c: Container, ws: Workspace, fmt: str, **kw: Any) -> bytes:
@@ -296,3 +299,27 @@ def test_small_batches_give_the_same_export_one_batch_at_a_time(
     one, other = (nx.read_graphml(tmp_path / f"{n}.graphml") for n in ("small", "whole"))
     assert sorted(one.edges()) == sorted(other.edges()) and one.number_of_edges() > 30
     assert zipfile.ZipFile(io.BytesIO(b"".join(formats.csv_zip(small)))).testzip() is None
+
+
+@pytest.mark.both_dialects
+def test_round_trip_and_graph_on_both_dialects(settings: Settings, tmp_path: Path) -> None:
+    """The demo corpus processed on each database, exported, imported, exported again."""
+    with built(settings, embedding_provider="none") as c:
+        seed_demo(c)
+        ws = c.workspaces.resolve()
+        _decide(c, ws)
+        first = _export(c, ws, "jsonl")
+        path = tmp_path / "w.jsonl"
+        path.write_bytes(first)
+        c.exchange.import_jsonl(path, "copy", actor=CLI_ACTOR)
+        copy = c.workspaces.resolve("copy")
+        before = _records(first)[1:]
+        ids = {r["id"] for r in before}
+        again = sorted(_records(_export(c, copy, "jsonl"))[1:], key=_order)
+        assert again == sorted((_remapped(r, ids, copy.id) for r in before), key=_order)
+        assert {r["record"] for r in before} == {k.name for k in KINDS}
+        graph = tmp_path / "copy.graphml"
+        graph.write_bytes(_export(c, copy, "graphml"))
+        reader = WorkspaceReader(c.db, copy.id)
+        nodes = reader.count(ITEM) + reader.count(ENTITY)
+        assert nx.read_graphml(graph).number_of_nodes() == nodes
