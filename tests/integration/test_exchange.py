@@ -209,6 +209,10 @@ def _write(path: Path, lines: list[Any]) -> Path:
         (lambda r: {**r, "id": "../../etc"}, "line 3: item: id must be a lowercase UUID"),
         (lambda r: {**r, "ingested_at": "2020-01-01T00:00"}, "must carry its UTC offset"),
         (lambda r: [r], "line 3: a record must be a JSON object"),
+        (lambda r: {**r, "title": "a\x00b"}, "line 3: item: title holds a NUL"),
+        (lambda r: {**r, "title": "\ud800"}, "line 3: item: title holds a NUL or a character"),
+        (lambda r: {**r, "size_bytes": 2**63}, "size_bytes must be an integer of at most"),
+        (lambda r: {**r, "metadata": {"k": "\x00"}}, "line 3: item: metadata must be JSON"),
     ],
 )
 def test_a_bad_record_is_refused_with_its_line_before_anything_is_written(

@@ -185,6 +185,17 @@ class RecordError(ValidationError):
         self.line = line
 
 
+def _text_ok(value: str) -> bool:
+    """No NUL (PostgreSQL refuses it in text) and no lone surrogate (not UTF-8)."""
+    if "\x00" in value:
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _json_ok(value: Any, depth: int = 0) -> bool:
     if depth > MAX_JSON_DEPTH:
         return False
@@ -194,7 +205,11 @@ def _json_ok(value: Any, depth: int = 0) -> bool:
         return all(_json_ok(v, depth + 1) for v in value)
     if isinstance(value, float):
         return math.isfinite(value)
-    return value is None or isinstance(value, str | int | bool)
+    if isinstance(value, str):
+        return _text_ok(value)
+    return (
+        value is None or isinstance(value, bool) or (isinstance(value, int) and abs(value) < 2**63)
+    )
 
 
 def _value(kind: Kind, name: str, value: Any) -> Any:
@@ -221,8 +236,9 @@ def _value(kind: Kind, name: str, value: Any) -> Any:
             raise ValueError(f"{name} must be true or false")
         return value
     if isinstance(ctype, sa.Integer):
-        if isinstance(value, bool) or not isinstance(value, int) or abs(value) > 2**62:
-            raise ValueError(f"{name} must be an integer")
+        top = 2**63 - 1 if isinstance(ctype, sa.BigInteger) else 2**31 - 1
+        if isinstance(value, bool) or not isinstance(value, int) or not -top <= value <= top:
+            raise ValueError(f"{name} must be an integer of at most {top}")
         return value
     if isinstance(ctype, sa.Float):
         if isinstance(value, bool) or not isinstance(value, int | float):
@@ -232,11 +248,16 @@ def _value(kind: Kind, name: str, value: Any) -> Any:
         return float(value)
     if isinstance(ctype, sa.JSON):
         if not _json_ok(value):
-            raise ValueError(f"{name} must be JSON at most {MAX_JSON_DEPTH} levels deep")
+            raise ValueError(
+                f"{name} must be JSON at most {MAX_JSON_DEPTH} levels deep, its numbers finite "
+                "and 64-bit, its strings without NUL"
+            )
         return value
     if isinstance(ctype, sa.String):  # String and Text
         if not isinstance(value, str):
             raise ValueError(f"{name} must be a string")
+        if not _text_ok(value):
+            raise ValueError(f"{name} holds a NUL or a character that is not UTF-8")
         limit = ctype.length or MAX_TEXT_CHARS
         if len(value) > limit:
             raise ValueError(f"{name} is longer than {limit} characters")
@@ -279,8 +300,8 @@ def check_record(
             values[col] = _value(kind, col, record[col])
         for extra in extras:
             value = record.get(extra)
-            if value is not None and not isinstance(value, str):
-                raise ValueError(f"{extra} must be a string")
+            if value is not None and not (isinstance(value, str) and _text_ok(value)):
+                raise ValueError(f"{extra} must be a string without NUL")
             values[extra] = value
         for col, target in kind.refs.items():
             if values[col] not in seen[target]:
