@@ -167,6 +167,7 @@ def test_jsonl_round_trips_into_a_new_workspace_with_its_decisions(
 
     events = c.audit.list(copy.id, action=AuditAction.WORKSPACE_IMPORTED)
     assert len(events) == 1 and events[0].details["items"] == 5
+    assert events[0].details["entities"] > 10 and events[0].details["aliases"] >= 1
     exported = c.audit.list(ws.id, action=AuditAction.WORKSPACE_EXPORTED)
     assert [e.details["format"] for e in exported] == ["jsonl", "jsonl"]
 

@@ -85,13 +85,14 @@ def _export(args: argparse.Namespace) -> int:
 
 def _import(args: argparse.Namespace) -> int:
     from relata.domain.models import CLI_ACTOR
+    from relata.exchange.records import BY_NAME
 
     path = Path(args.path)
     if not path.is_file():
         raise CliError(f"{path} is not a file")
     with open_container(log=False, schema="migrate") as c:
         report = c.exchange.import_jsonl(path, args.workspace, actor=CLI_ACTOR)
-    counts = ", ".join(plural(n, k) for k, n in report.counts.items())
+    counts = ", ".join(plural(n, k, BY_NAME[k].plural) for k, n in report.counts.items())
     print(f"imported {path} into workspace {args.workspace!r}: {counts}")
     if report.originals:
         print(

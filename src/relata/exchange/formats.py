@@ -125,8 +125,7 @@ class _Sink:
 
 
 def _file_name(kind: Kind) -> str:
-    plural = {"entity": "entities", "alias": "aliases", "relationship": "relationships"}
-    return plural.get(kind.name, kind.name + "s") + ".csv"
+    return kind.plural + ".csv"
 
 
 def csv_zip(reader: WorkspaceReader) -> Iterator[bytes]:

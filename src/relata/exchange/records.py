@@ -62,6 +62,13 @@ class Kind:
     #: columns unique within a workspace (a record repeating one is refused on import)
     unique: tuple[str, ...] = ()
 
+    @property
+    def plural(self) -> str:
+        """The kind's name in the plural (``entities``): CSV file names, counts."""
+        if self.name.endswith("y"):
+            return self.name[:-1] + "ies"
+        return self.name + ("es" if self.name.endswith("s") else "s")
+
     def column(self, name: str) -> sa.Column[Any]:
         return self.table.c[name]
 

@@ -20,6 +20,7 @@ from relata.domain.vocabulary import AuditAction, AuditTarget, ExportFormat
 from relata.exchange import formats
 from relata.exchange.importing import ImportReport, check_file, write_file
 from relata.exchange.reading import WorkspaceReader
+from relata.exchange.records import BY_NAME
 from relata.ingest.originals import OriginalStore
 from relata.storage.sql.engine import Database
 from relata.workspaces import WorkspaceService
@@ -111,7 +112,7 @@ class ExchangeService:
             ids=ids,
             max_upload_bytes=self._max_upload,
         )
-        details: dict[str, object] = {f"{k}s": n for k, n in report.counts.items()}
+        details: dict[str, object] = {BY_NAME[k].plural: n for k, n in report.counts.items()}
         details["originals"] = report.originals
         self._audit.record(
             workspace.id,
