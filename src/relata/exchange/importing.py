@@ -13,9 +13,12 @@ The file is content, never instruction: it is read twice, line by line.
    new one, ``uuid5(workspace, old id)``: the same file imported into two workspaces of one
    database gives two sets of ids, and the ids inside JSON values (evidence, positions) are
    mapped the same way. Decisions (alias and relationship reviews, resolutions, notes, who
-   and when) are kept as they are; so are keys (``dedupe_key``, ``pair_key``), timestamps
-   and counts. Chunks and vectors are not exported: the imported items have no chunks
-   (``relata reprocess --all`` makes them from the imported originals, when there are).
+   and when) are kept as they are; so are timestamps, counts and the keys that name no
+   item. The keys derived from item ids (a claim's and a relationship's ``dedupe_key``, a
+   contradiction's ``identity`` and ``content``) are derived again from the new ids, so
+   that reprocessing finds these records (``_Writer._rekey``). Chunks and vectors are not
+   exported: the imported items have no chunks (``relata reprocess --all`` makes them from
+   the imported originals, when there are).
 
 Checked first, a file is written in full unless the database fails mid-way; such a
 workspace holds part of the file and is not empty, so a second import into it is refused.
@@ -34,22 +37,27 @@ from typing import Any, BinaryIO
 
 import sqlalchemy as sa
 
+from relata.claims.extract import claim_dedupe_key
 from relata.domain.models import SourceType
 from relata.entities.aliases import blocking_keys
 from relata.exchange.records import (
     BY_NAME,
+    CLAIM,
+    CONTRADICTION,
     ENTITY,
     FORMAT_VERSION,
     HEADER_KIND,
     ITEM,
     KINDS,
     RECORD,
+    RELATIONSHIP,
     Kind,
     RecordError,
     check_record,
 )
-from relata.ids import title_key
+from relata.ids import pair_key, title_key
 from relata.ingest.originals import OriginalStore
+from relata.relationships.evidence import relationship_key
 from relata.storage.sql import tables as t
 from relata.storage.sql.base import insert_for
 from relata.storage.sql.engine import Database
@@ -161,6 +169,8 @@ class _Writer:
         ids: set[str],
     ) -> None:
         self._ids = ids
+        # A claim's key (``claim_dedupe_key``) names its item: old key -> the new one.
+        self._claim_keys: dict[str, str] = {}
         self._db = db
         self._originals = originals
         self._ws = workspace_id
@@ -176,7 +186,9 @@ class _Writer:
         """``value`` with every id of the file in it (a string, a key) mapped to its new id;
         any other string (a chunk's id, which is not exported) as it is."""
         if isinstance(value, str):
-            return self.new_id(value) if value in self._ids else value
+            if value in self._ids:
+                return self.new_id(value)
+            return self._claim_keys.get(value, value)
         if isinstance(value, list):
             return [self.remap(v) for v in value]
         if isinstance(value, dict):
@@ -197,6 +209,8 @@ class _Writer:
             row[name] = value
         if kind is ITEM:
             self._item(row, values)
+        elif kind in (CLAIM, CONTRADICTION, RELATIONSHIP):
+            self._rekey(kind, row, values)
         elif kind is ENTITY:
             wanted = sorted({k[:_TOKEN_CHARS] for k in blocking_keys(row["name"]) if k})
             self._tokens.extend(
@@ -205,6 +219,27 @@ class _Writer:
             )
         self._rows.append(row)
         self._report.counts[kind.name] += 1
+
+    def _rekey(self, kind: Kind, row: dict[str, Any], values: dict[str, Any]) -> None:
+        """The keys the pipeline derives from item ids, derived again from the new ids, so
+        that reprocessing the imported items finds (and keeps the decisions on) these
+        records instead of adding new ones. A key that the old ids do not reproduce (made by
+        another version's rule) is kept as it is."""
+        if kind is CLAIM:
+            old = claim_dedupe_key(values["item_id"], values["subject"], values["statement"])
+            if old == values["dedupe_key"]:
+                new = claim_dedupe_key(row["item_id"], row["subject"], row["statement"])
+                self._claim_keys[old] = row["dedupe_key"] = new
+        elif kind is RELATIONSHIP:
+            if relationship_key(values["source_id"], values["target_id"]) == values["dedupe_key"]:
+                row["dedupe_key"] = relationship_key(row["source_id"], row["target_id"])
+        else:
+            old_identity = _contradiction_identity(values)
+            if old_identity is not None and old_identity == values["identity"]:
+                row["identity"] = _contradiction_identity(row) or row["identity"]
+            old_content = _contradiction_content(values)
+            if old_content is not None and old_content == values["content"]:
+                row["content"] = _contradiction_content(row) or row["content"]
 
     def _item(self, row: dict[str, Any], values: dict[str, Any]) -> None:
         row["title_key"] = title_key(row["title"])
@@ -252,6 +287,30 @@ def write_file(
             writer.add(BY_NAME[kind.name], values)
     writer.flush()
     return report
+
+
+def _sides(values: dict[str, Any]) -> list[dict[str, Any]] | None:
+    sides = [values["first"], values["second"]]
+    return sides if all(isinstance(x, dict) for x in sides) else None
+
+
+def _contradiction_identity(values: dict[str, Any]) -> str | None:
+    """``claims.stage.found_contradiction``'s identity: the pair of the claims' places."""
+    sides = _sides(values)
+    if sides is None:
+        return None
+    places = [
+        f"{x.get('item_id')}:{values['subject']}:{x.get('start')}:{x.get('end')}" for x in sides
+    ]
+    return pair_key("contradiction", *places)
+
+
+def _contradiction_content(values: dict[str, Any]) -> str | None:
+    """``claims.stage.found_contradiction``'s content: the pair of the claims' keys."""
+    sides = _sides(values)
+    if sides is None:
+        return None
+    return pair_key("contradiction-content", *(str(x.get("claim_key")) for x in sides))
 
 
 class _Everything(set[str]):
