@@ -220,6 +220,14 @@ def test_originals_travel_with_the_jsonl_when_asked(
         assert stored.path.read_bytes() == base64.b64decode(r["original"])
     with pytest.raises(Exception, match="jsonl format only"):
         _export(c, ws, "csv", with_originals=True)
+    # An original that is not the one its item describes is refused.
+    records = _records(data)
+    records[1]["original"] = base64.b64encode(b"something else").decode()
+    with pytest.raises(RecordError, match="line 2: item: original does not match"):
+        c.exchange.import_jsonl(_write(tmp_path / "x.jsonl", records), "x", actor=CLI_ACTOR)
+    records[1]["original"] = "not base64!"
+    with pytest.raises(RecordError, match="line 2: item: original is not base64"):
+        c.exchange.import_jsonl(_write(tmp_path / "x.jsonl", records), "x", actor=CLI_ACTOR)
 
 
 def test_reprocessing_an_import_keeps_its_records_and_decisions(

@@ -7,7 +7,8 @@ The file is content, never instruction: it is read twice, line by line.
    records of the known kinds only, each field of its column's type and length and, for the
    closed vocabularies, one of their words (``records.check_record``). Every id a record
    names must be on an earlier line; no id and no workspace-unique key may repeat. An
-   original must decode (base64) to at most ``RELATA_MAX_UPLOAD_BYTES``. The first bad
+   original must decode (base64) to at most ``RELATA_MAX_UPLOAD_BYTES`` bytes whose SHA-256
+   and size are the item's ``content_hash`` and ``size_bytes``. The first bad
    line stops the import with its number and what is wrong.
 2. **Write** in batches of ``BATCH_ROWS`` rows, one transaction each. Every id becomes a
    new one, ``uuid5(workspace, old id)``: the same file imported into two workspaces of one
@@ -55,7 +56,7 @@ from relata.exchange.records import (
     RecordError,
     check_record,
 )
-from relata.ids import pair_key, title_key
+from relata.ids import content_hash, pair_key, title_key
 from relata.ingest.originals import OriginalStore
 from relata.relationships.evidence import relationship_key
 from relata.storage.sql import tables as t
@@ -150,7 +151,12 @@ def check_file(path: Path, *, max_upload_bytes: int) -> set[str]:
                     raise RecordError(number, f"{kind.name}: a second record with the same key")
                 keys.add(key)
             if kind is ITEM:
-                _original(number, values["original"], max_upload_bytes)
+                data = _original(number, values["original"], max_upload_bytes)
+                if data is not None and (
+                    content_hash(data) != values["content_hash"]
+                    or len(data) != values["size_bytes"]
+                ):
+                    raise RecordError(number, "item: original does not match its content_hash")
             seen[kind.name].add(values["id"])
         if header:
             raise RecordError(1, "the file is empty: not a Relata export")
