@@ -16,10 +16,12 @@ import sqlalchemy as sa
 
 from relata.exchange.records import ITEM, Kind
 from relata.storage.sql import tables as t
-from relata.storage.sql.base import ws_filter
+from relata.storage.sql.base import require_workspace, ws_check_param, ws_filter
 from relata.storage.sql.engine import Database
 
 BATCH_ROWS = 500
+#: Items whose mentions are grouped in one query (their pairs are held at once).
+PAIR_ITEMS = 50
 
 
 class WorkspaceReader:
@@ -30,10 +32,9 @@ class WorkspaceReader:
         self.workspace_id = workspace_id
         self._batch = batch_rows
 
-    def _where(self, kind: Kind) -> list[Any]:
-        where = [ws_filter(kind.table, self.workspace_id)]
-        if kind.live is not None:
-            where.append(kind.live)
+    def _live(self, kind: Kind) -> list[Any]:
+        """The filters past the workspace's: live rows only."""
+        where = [] if kind.live is None else [kind.live]
         live_items = sa.select(t.items.c.id).where(
             ws_filter(t.items, self.workspace_id), t.items.c.deleted_at.is_(None)
         )
@@ -44,19 +45,26 @@ class WorkspaceReader:
         )
         return where
 
+    def _where(self, kind: Kind) -> list[Any]:
+        return [ws_filter(kind.table, self.workspace_id), *self._live(kind)]
+
     def batches(self, kind: Kind, *, extra: tuple[str, ...] = ()) -> Iterator[list[dict[str, Any]]]:
         """Every exported row of ``kind``, in id order, ``BATCH_ROWS`` at a time; ``extra``
-        columns are read too (an item's text and stored path, when originals are asked)."""
+        columns are read too (an item's text and stored path, when originals are asked).
+
+        Each batch walks the primary key from the last id (``ws_check_param``: on SQLite the
+        workspace's own index would be walked and sorted instead, for every batch), so a
+        batch costs about the same at the end of a large workspace as at its start."""
         table = kind.table
         cols = [table.c[n] for n in (*kind.columns, *extra)]
+        params = {"ws": require_workspace(table, self.workspace_id)}
+        base = sa.select(*cols).where(ws_check_param(table, self._db.dialect), *self._live(kind))
         after: str | None = None
         while True:
-            query = sa.select(*cols).where(*self._where(kind))
-            if after is not None:
-                query = query.where(table.c.id > after)
+            query = base if after is None else base.where(table.c.id > after)
             query = query.order_by(table.c.id).limit(self._batch)
             with self._db.read(shared=False) as conn:
-                rows = [dict(r._mapping) for r in conn.execute(query)]
+                rows = [dict(r._mapping) for r in conn.execute(query, params)]
             if not rows:
                 return
             yield rows
@@ -74,31 +82,24 @@ class WorkspaceReader:
             return int(conn.execute(query).scalar_one())
 
     def mention_pairs(self) -> Iterator[Mapping[str, Any]]:
-        """(item, entity, how many mentions) for every item naming an entity, in key order,
-        in batches: the GraphML export's ``mentions`` edges."""
+        """(item, entity, how many mentions) for every item naming an entity: the GraphML
+        export's ``mentions`` edges, grouped for ``PAIR_ITEMS`` items at a time."""
         obs = t.entity_observations
-        live = sa.select(t.items.c.id).where(ws_filter(t.items, self.workspace_id), ITEM.live)
-        after: tuple[str, str] | None = None
-        while True:
-            query = (
-                sa.select(obs.c.item_id, obs.c.entity_id, sa.func.count().label("mentions"))
-                .where(ws_filter(obs, self.workspace_id), obs.c.item_id.in_(live))
-                .group_by(obs.c.item_id, obs.c.entity_id)
-            )
-            if after is not None:
-                query = query.having(
-                    sa.or_(
-                        obs.c.item_id > after[0],
-                        sa.and_(obs.c.item_id == after[0], obs.c.entity_id > after[1]),
+        for batch in self.batches(ITEM):
+            ids = [str(r["id"]) for r in batch]
+            for start in range(0, len(ids), PAIR_ITEMS):
+                query = (
+                    sa.select(obs.c.item_id, obs.c.entity_id, sa.func.count().label("mentions"))
+                    .where(
+                        ws_filter(obs, self.workspace_id),
+                        obs.c.item_id.in_(ids[start : start + PAIR_ITEMS]),
                     )
+                    .group_by(obs.c.item_id, obs.c.entity_id)
+                    .order_by(obs.c.item_id, obs.c.entity_id)
                 )
-            query = query.order_by(obs.c.item_id, obs.c.entity_id).limit(self._batch)
-            with self._db.read(shared=False) as conn:
-                rows = [dict(r._mapping) for r in conn.execute(query)]
-            yield from rows
-            if len(rows) < self._batch:
-                return
-            after = (str(rows[-1]["item_id"]), str(rows[-1]["entity_id"]))
+                with self._db.read(shared=False) as conn:
+                    rows = [dict(r._mapping) for r in conn.execute(query)]
+                yield from rows
 
     def is_empty(self) -> bool:
         """Whether the workspace holds no item and no entity (an import's target must not)."""
