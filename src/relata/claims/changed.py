@@ -63,6 +63,10 @@ _KIND: Final = {
 }
 
 
+#: Kinds written in digits that share a slot of the key (``repeats``): a year and a number.
+_DIGITS: Final = frozenset({ValueKind.YEAR, ValueKind.NUMBER})
+
+
 @dataclass(frozen=True, slots=True)
 class Change:
     """What differs between two repeats of one sentence: the first slot whose value
@@ -95,10 +99,11 @@ def change_between(a: Repeat, b: Repeat) -> Change | None:
     if a.key != b.key or len(a.values) != len(b.values):
         return None
     for x, y in zip(a.values, b.values, strict=True):
-        if x.kind != y.kind:
+        if x.kind != y.kind and {x.kind, y.kind} != _DIGITS:
             return None
         if x.value != y.value:
-            return Change(_KIND[x.kind], x, y)
+            kind = _KIND[x.kind] if x.kind == y.kind else ChangeKind.QUANTITY
+            return Change(kind, x, y)
     if a.negated != b.negated:
         return Change(ChangeKind.NEGATION, None, None)
     return None

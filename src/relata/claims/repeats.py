@@ -170,10 +170,14 @@ def _number(raw: str) -> float | None:
 
 
 def _is_month(lowered: list[str], found: list[tuple[int, int, str]], i: int) -> bool:
+    """A month name; one that is also a common word ("may", "march") only next to a
+    number or capitalised inside the sentence."""
     low = lowered[i]
     if low not in _MONTHS:
         return False
     if low not in _AMBIGUOUS_MONTHS:
+        return True
+    if i > 0 and found[i][2][:1].isupper() and not found[i][2].isupper():
         return True
     return any(0 <= j < len(found) and found[j][2][0].isdigit() for j in (i - 1, i + 1))
 
@@ -251,7 +255,9 @@ def repeat_of(sentence: str) -> Repeat | None:
             continue
         if value is not None:
             values.append(value)
-            slots.append(f"<{value.kind}>")
+            # A year and a number share a slot: "900" and "1,125" (or "2,000" and "1500")
+            # are one quantity changed, whichever looks like a year.
+            slots.append("<number>" if value.kind is ValueKind.YEAR else f"<{value.kind}>")
             continue
         if low in {"%", "percentage"} or (low == "cent" and slots[-1:] == ["per"]):
             if low == "cent":
