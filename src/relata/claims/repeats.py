@@ -76,14 +76,16 @@ class Repeat:
     values: tuple[Value, ...]
     negated: bool
     masked: str
+    #: The sentence as written, values replaced by "…", white space collapsed.
+    display: str = ""
 
     @property
     def subject(self) -> str:
         return REPEAT_SUBJECT_PREFIX + self.key
 
     def label(self, limit: int = 80) -> str:
-        """The masked sentence as a short display name: values read "…"."""
-        text = re.sub(r"<\w+>", "…", self.masked)
+        """The sentence as a short display name: values read "…"."""
+        text = self.display or re.sub(r"<\w+>", "…", self.masked)
         return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
@@ -272,4 +274,11 @@ def repeat_of(sentence: str) -> Repeat | None:
         return None
     masked = " ".join(slots)
     key = hashlib.sha256(f"repeat-{REPEAT_VERSION}\x00{masked}".encode()).hexdigest()[:40]
-    return Repeat(key=key, values=tuple(values), negated=negators % 2 == 1, masked=masked)
+    parts, at = [], 0
+    for v in values:
+        parts += [sentence[at : v.start], "…"]
+        at = v.end
+    display = " ".join("".join([*parts, sentence[at:]]).split())
+    return Repeat(
+        key=key, values=tuple(values), negated=negators % 2 == 1, masked=masked, display=display
+    )
