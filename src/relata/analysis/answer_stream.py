@@ -80,7 +80,8 @@ class AnswerFieldReader:
             if self._escape[0] != "u":
                 self._emit(_ESCAPES.get(ch, ch), out)
                 self._escape = None
-            elif ch not in _HEX:  # a broken \u escape: the strict decode will reject it
+            elif len(self._escape) > 1 and ch not in _HEX:
+                # A broken \u escape: the strict decode rejects the reply.
                 self._escape = None
             elif len(self._escape) == 5:
                 self._code_point(int(self._escape[1:], 16), out)

@@ -128,7 +128,7 @@ class OpenAICompatibleAnalyser:
                     raise MalformedResponse(f"{STREAM_OP}: more than {MAX_STREAM_EVENTS} events")
                 if event.data.strip() == "[DONE]":
                     return
-                piece = _delta(event.data, self._key)
+                piece = chunk_content(event.data, self._key)
                 if piece:
                     yield piece
         finally:
@@ -197,7 +197,7 @@ def _parse(raw: Any, requested_model: str) -> CompletionResponse:
     )
 
 
-def _delta(data: str, key: str) -> str:
+def chunk_content(data: str, key: str) -> str:
     """One stream chunk's new content (``choices[0].delta.content``; "" when it has none)."""
     try:
         doc = json.loads(data)
