@@ -19,8 +19,8 @@ Routes (anything else is 404 with an error envelope):
 
 A chat request with ``"stream": true`` is answered as an OpenAI-compatible event stream: the
 content in ``stream_piece``-character deltas (``chat.completion.chunk`` events), then
-``data: [DONE]``; ``Reply(pause=...)`` waits that long before each event, ``Reply(cut_after=n)``
-ends the stream after ``n`` events without ``[DONE]``.
+``data: [DONE]``; ``Reply(pause=...)`` (else ``stream_pause``) waits that long before each
+event, ``Reply(cut_after=n)`` ends the stream after ``n`` events without ``[DONE]``.
 
 Vectors are deterministic per text (``fake_vector``), so a test can check order and pairing.
 Chat content is ``chat_content`` (a string, or a function of the request JSON).
@@ -119,9 +119,11 @@ class FakeProvider:
         chat_content: str | Callable[[Any], str] = "ok",
         api_key: str = "",
         stream_piece: int = 5,
+        stream_pause: float = 0.0,
     ) -> None:
         self.dimensions = dimensions
         self.stream_piece = stream_piece
+        self.stream_pause = stream_pause
         self.models = models
         self.chat_content = chat_content
         self.api_key = api_key
@@ -336,8 +338,9 @@ def _make_handler(fake: FakeProvider) -> type[BaseHTTPRequestHandler]:
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Transfer-Encoding", "chunked")
                 self.end_headers()
+                pause = reply.pause or fake.stream_pause
                 for piece in frames:
-                    if reply.pause and fake._closing.wait(reply.pause):
+                    if pause and fake._closing.wait(pause):
                         return
                     self.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
                     self.wfile.flush()

@@ -117,8 +117,9 @@ def test_any_answer_is_read_back_exactly(answer: str, size: int) -> None:
 @pytest.mark.parametrize(
     ("text", "shown"),
     [
-        ("Twelve turbines [S1]. Built in 2019 [S1][S2].", "Twelve turbines . Built in 2019 ."),
-        ("Invented [S9] and listed [S1, S7].", "Invented  and listed ."),
+        ("Twelve turbines [S1]. Built in 2019 [S1] [S2].", "Twelve turbines. Built in 2019."),
+        ("Invented [S9] and listed [S1, S7].", "Invented and listed."),
+        ("Spaces  before a marker go with it [S1] ", "Spaces  before a marker go with it "),
         ("Prose in brackets [sic] and [1] stays.", "Prose in brackets [sic] and [1] stays."),
         ("Nested [a [S2] b] brackets.", "Nested [a  b] brackets."),
         ("Unclosed [S1", "Unclosed [S1"),
@@ -133,7 +134,7 @@ def test_citation_markers_are_held_back_and_prose_is_shown(text: str, shown: str
 
 def test_a_marker_is_never_released_before_it_is_known_to_be_prose() -> None:
     hold = MarkerHold(REFS)
-    assert hold.feed("It is so [S") == "It is so "
+    assert hold.feed("It is so [S") == "It is so"
     assert hold.feed("9") == ""
     assert hold.feed("]. Done") == ". Done"
 

@@ -52,7 +52,7 @@ def test_the_page_streams_sources_text_then_its_own_rendering_of_the_answer(
     evs = stream(client, "What is at Halloran Sound?")
     assert evs[0][0] == "sources" and '<li id="source-S1">' in evs[0][1]["html"]
     deltas = "".join(d["text"] for n, d in evs if n == "delta")
-    assert deltas == "The Sabrewing array has twelve <b>turbines</b> . It is windy ."
+    assert deltas == "The Sabrewing array has twelve <b>turbines</b>. It is windy."
     name, final = evs[-1]
     assert name == "final" and final["status"] == 200
     assert '<a class="cite" href="/w/default/items/' in final["html"]

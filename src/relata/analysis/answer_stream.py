@@ -130,40 +130,58 @@ class AnswerFieldReader:
 
 
 class MarkerHold:
-    """Feed answer text; get back the text with every citation marker held back for good."""
+    """Feed answer text; get back the text with every citation marker held back for good,
+    with the spaces before it (``twelve turbines [S1].`` shows as ``twelve turbines.``)."""
 
     def __init__(self, supplied_refs: Collection[str]) -> None:
         self._supplied = frozenset(supplied_refs)
-        self._held: list[str] = []
+        self._held: list[str] = []  # an open bracket, until it closes
+        self._space: list[str] = []  # spaces that may come before a marker
 
     def feed(self, text: str) -> str:
         out: list[str] = []
         for ch in text:
             if self._held:
-                if ch == "[" or ch == "\n":
-                    out.extend(self._held)
-                    self._held = ["["] if ch == "[" else []
-                    if ch == "\n":
-                        out.append(ch)
-                    continue
-                self._held.append(ch)
-                if ch == "]":
-                    bracket = "".join(self._held)
-                    self._held = []
-                    markers, _ = find_markers(bracket, self._supplied)
-                    if not (markers and markers[0].end - markers[0].start == len(bracket)):
-                        out.append(bracket)
-                elif len(self._held) >= MAX_HELD_CHARS:
-                    out.extend(self._held)
-                    self._held = []
+                self._in_bracket(ch, out)
             elif ch == "[":
                 self._held = ["["]
+            elif ch in " \t":
+                self._space.append(ch)
+                if len(self._space) > MAX_HELD_CHARS:
+                    out.append(self._space.pop(0))
             else:
+                out.extend(self._space)
+                self._space = []
                 out.append(ch)
         return "".join(out)
 
+    def _in_bracket(self, ch: str, out: list[str]) -> None:
+        if ch == "[" or ch == "\n":
+            self._release(out)
+            if ch == "[":
+                self._held = ["["]
+            else:
+                out.append(ch)
+            return
+        self._held.append(ch)
+        if ch == "]":
+            bracket = "".join(self._held)
+            markers, _ = find_markers(bracket, self._supplied)
+            if markers and markers[0].end - markers[0].start == len(bracket):
+                self._held = []  # a marker: dropped, with the spaces before it
+                self._space = []
+            else:
+                self._release(out)
+        elif len(self._held) >= MAX_HELD_CHARS:
+            self._release(out)
+
+    def _release(self, out: list[str]) -> None:
+        out.extend(self._space)
+        out.extend(self._held)
+        self._space, self._held = [], []
+
     def flush(self) -> str:
         """What is still held when the answer ends (an unclosed bracket is prose)."""
-        text = "".join(self._held)
-        self._held = []
-        return text
+        out: list[str] = []
+        self._release(out)
+        return "".join(out)

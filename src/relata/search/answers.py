@@ -38,7 +38,8 @@ from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Final, Literal
 
-from relata.analysis.answer import AnswerResult, find_markers
+from relata.analysis.answer import AnswerResult
+from relata.analysis.answer_stream import MarkerHold
 from relata.analysis.errors import AnalysisDisabled
 from relata.analysis.service import AnalysisService
 from relata.domain.cancel import Cancel
@@ -304,14 +305,9 @@ class AnswerService:
 
 
 def strip_markers(answer: str, supplied_refs: Collection[str]) -> str:
-    """``answer`` without its citation markers: a ``TextWritten`` never carries one."""
-    markers, _ = find_markers(answer, supplied_refs)
-    at, out = 0, []
-    for m in markers:
-        out.append(answer[at : m.start])
-        at = m.end
-    out.append(answer[at:])
-    return "".join(out)
+    """``answer`` as a stream shows it: without its citation markers (``MarkerHold``)."""
+    hold = MarkerHold(supplied_refs)
+    return hold.feed(answer) + hold.flush()
 
 
 def check_question(question: str) -> str:
