@@ -9,6 +9,10 @@ validation is counted on ``relata_model_invalid_output_total{task,reason}`` and 
 permanent ``InvalidModelOutput``; it is never retried. Transport failures propagate as the
 provider raised them (already retried, bounded, by the adapter).
 
+``stream_answer`` is ``answer`` with the text handed over as the model writes it, when the
+analyser is a ``StreamingAnalyser`` (docs/decisions/0042-streaming-answers.md): same slot,
+same metrics, the joined reply judged exactly as a whole one.
+
 Logs carry the task, provider, model, outcome and timings, never messages or content.
 """
 

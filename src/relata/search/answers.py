@@ -26,6 +26,11 @@
    maps provider failures to (``relata.analysis.failures``): ``ModelProviderFailed`` (502)
    or ``ModelProviderUnavailable`` (503).
 
+5. ``AnswerService.stream`` is the same use case as events (docs/decisions/
+   0042-streaming-answers.md): ``SourcesRetrieved``, then ``TextWritten`` pieces of the
+   answer as the model writes them (citation markers held back, so no citation is shown
+   before it is resolved), then ``Answered`` with the very ``Answer`` of step 3/3a.
+
 Logs carry counts, status and reason only: never the question, an excerpt, the prompt or the
 answer.
 """
