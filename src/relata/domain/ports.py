@@ -8,7 +8,7 @@ reported exactly like a missing one (``NotFound``).
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
@@ -1028,3 +1028,22 @@ class Analyser(Protocol):
     def model_id(self) -> str: ...
 
     def complete(self, request: CompletionRequest, cancel: Cancel) -> CompletionResponse: ...
+
+
+@runtime_checkable
+class StreamingAnalyser(Protocol):
+    """Optional: an ``Analyser`` that can also hand over a completion's content as the model
+    writes it (docs/decisions/0042-streaming-answers.md).
+
+    ``stream`` yields the content in pieces, in order; joined, they are what ``complete``
+    would have returned, still unparsed. It keeps ``complete``'s rules (cancel, redirects,
+    size bound, no content logged) and adds an idle timeout between pieces; a stream is not
+    retried once it has started. Close the iterator to stop the model early.
+    """
+
+    @property
+    def model_id(self) -> str: ...
+
+    def complete(self, request: CompletionRequest, cancel: Cancel) -> CompletionResponse: ...
+
+    def stream(self, request: CompletionRequest, cancel: Cancel) -> Iterator[str]: ...
