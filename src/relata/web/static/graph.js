@@ -36,11 +36,17 @@
         { selector: "edge[review = 'unreviewed']", style: { "line-style": "dashed" } },
         { selector: "edge[review = 'rejected']", style: { "line-color": "#c0392b" } },
       ],
-      layout: many
-        ? { name: "concentric", animate: false, minNodeSpacing: 4,
-            concentric: function (n) { return n.degree(); }, levelWidth: function () { return 4; } }
-        : { name: "cose", animate: false, randomize: false, nodeRepulsion: 9000, idealEdgeLength: 90 },
+      // A circle first (deterministic), which the force-directed layout then spreads out:
+      // started from one point, cose leaves the well-connected core piled up.
+      layout: { name: "circle", animate: false },
     });
+    if (!many) {
+      cy.layout({ name: "cose", animate: false, randomize: false, nodeRepulsion: function () { return 400000; },
+        idealEdgeLength: function () { return 80; }, nodeOverlap: 20, gravity: 0.5, numIter: 1500 }).run();
+    } else {
+      cy.layout({ name: "concentric", animate: false, minNodeSpacing: 4,
+        concentric: function (n) { return n.degree(); }, levelWidth: function () { return 4; } }).run();
+    }
     cy.on("tap", "node", function (event) {
       const url = event.target.data("url");
       if (typeof url === "string" && url.charAt(0) === "/") window.location.assign(url);
@@ -48,6 +54,8 @@
     cy.on("mouseover", "node", function () { box.classList.add("pointing"); });
     cy.on("mouseout", "node", function () { box.classList.remove("pointing"); });
     box.dataset.drawn = String(cy.nodes().length);
+    // A handle for the console and the browser test (tests/browser/test_graph.py).
+    window.relataGraph = cy;
   }
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", draw);
