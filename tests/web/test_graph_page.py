@@ -81,6 +81,18 @@ def test_the_neighbourhood_of_an_entity_and_its_filters(demo_container: Containe
         assert client.get(f"/w/default/graph?entity={vaughan}&{bad}").status_code == 400, bad
 
 
+def test_entity_and_item_pages_link_to_the_graph_around_them(
+    demo_container: Container, demo_snapshot: DemoSnapshot
+) -> None:
+    client = web_client(demo_container, role=Role.VIEWER)
+    kestrel = _entity_id(demo_container, "Kestrel Marine Systems")
+    html = client.get(f"/w/default/entities/{kestrel}").text
+    assert f'href="/w/default/graph?entity={kestrel}">Graph around it</a>' in html
+    item = next(iter(demo_snapshot.ids.values()))
+    html = client.get(f"/w/default/items/{item}").text
+    assert f'href="/w/default/graph?item={item}">Graph around it</a>' in html
+
+
 def test_another_workspaces_entity_is_not_found(demo_container: Container) -> None:
     team, _ = demo_container.workspaces.ensure("team")
     client = web_client(demo_container, workspace=team)
