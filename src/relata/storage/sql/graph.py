@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.sql.elements import ColumnElement
 
 from relata.domain.graph import GraphEdge, GraphFilter, GraphNode, NodeKind
 from relata.domain.models import ReviewStatus
@@ -105,26 +106,36 @@ class SqlGraphReader:
         if graph_filter.relationship_types is not None:
             types = sorted(t.value for t in graph_filter.relationship_types)
             conditions.append(r.c.relationship_type.in_(types))
-        if item_ids is not None:
+        columns = (
+            r.c.id,
+            r.c.source_id,
+            r.c.target_id,
+            r.c.relationship_type,
+            r.c.score,
+            r.c.review_status,
+        )
+
+        def select(*where: ColumnElement[bool]) -> sa.Select[Any]:
+            return (
+                sa.select(*columns)
+                .join(source, source.c.id == r.c.source_id)
+                .join(target, target.c.id == r.c.target_id)
+                .where(*conditions, *where)
+            )
+
+        q: sa.Select[Any]
+        if item_ids is None:
+            q = select().order_by(r.c.score.desc(), r.c.id).limit(_rows(limit))
+        else:
             ids = _ids(item_ids)
             if not ids:
                 return []
-            conditions.append(sa.or_(r.c.source_id.in_(ids), r.c.target_id.in_(ids)))
-        q = (
-            sa.select(
-                r.c.id,
-                r.c.source_id,
-                r.c.target_id,
-                r.c.relationship_type,
-                r.c.score,
-                r.c.review_status,
-            )
-            .join(source, source.c.id == r.c.source_id)
-            .join(target, target.c.id == r.c.target_id)
-            .where(*conditions)
-            .order_by(r.c.score.desc(), r.c.id)
-            .limit(_rows(limit))
-        )
+            # One select per endpoint, each on its own (workspace, endpoint) index: with
+            # ``source IN (...) OR target IN (...)`` the planner scans the workspace's
+            # relationships by review state instead. UNION drops a pair found from both ends.
+            both = sa.union(select(r.c.source_id.in_(ids)), select(r.c.target_id.in_(ids)))
+            found = both.subquery()
+            q = sa.select(found).order_by(found.c.score.desc(), found.c.id).limit(_rows(limit))
         with self._db.read() as conn:
             return [
                 GraphEdge.relationship(
