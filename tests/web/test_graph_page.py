@@ -77,7 +77,18 @@ def test_the_neighbourhood_of_an_entity_and_its_filters(demo_container: Containe
     plain = client.get("/w/default/graph?filtered=1&review_status=unreviewed").text
     kinds = {e["data"].get("kind") for e in _drawing(plain)["elements"]}
     assert kinds == {"item", "relationship"}
-    for bad in ("depth=9", "min_score=2", "review_status=maybe", "entity_type=planet"):
+    typed = _drawing(client.get("/w/default/graph?relationship_type=contradicts").text)
+    labels = {
+        e["data"]["label"] for e in typed["elements"] if e["data"].get("kind") == "relationship"
+    }
+    assert labels == {"contradicts"}
+    for bad in (
+        "relationship_type=likes",
+        "depth=9",
+        "min_score=2",
+        "review_status=maybe",
+        "entity_type=planet",
+    ):
         assert client.get(f"/w/default/graph?entity={vaughan}&{bad}").status_code == 400, bad
 
 

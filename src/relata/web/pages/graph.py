@@ -1,13 +1,13 @@
 """The graph page: the workspace's knowledge drawn as a graph (docs/decisions/0043).
 
 ``GET /w/{slug}/graph`` is the workspace graph, ``?entity=ID`` or ``?item=ID`` the
-neighbourhood of one (``depth`` steps out), filtered by review state, score, entity type and
-whether mentions are shown, with the same bounds as ``GET /api/v1/graph``. The page is
-server-rendered: its nodes and edges are two tables (each node a link to its page, and to
-the graph around it), which is the page without JavaScript and for a screen reader; with it,
-``graph.js`` draws the same graph with the vendored cytoscape.js from the JSON the page
-carries (a data block, not a script: the CSP forbids inline script), and a click on a node
-opens its page.
+neighbourhood of one (``depth`` steps out), filtered by review state, score, relationship
+type, entity type and whether mentions are shown, within the page's bounds (``PAGE_NODES``,
+``PAGE_EDGES``). The page is server-rendered: its nodes and edges are two tables (each node
+a link to its page, and to the graph around it), which is the page without JavaScript and
+for a screen reader; with it, ``graph.js`` draws the same graph with the vendored
+cytoscape.js from the JSON the page carries (a data block, not a script: the CSP forbids
+inline script), and a click on a node opens its page.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from relata.api.deps import container
 from relata.domain.errors import ValidationError
 from relata.domain.graph import MAX_DEPTH, SHOWN_BY_DEFAULT, GraphFilter, NodeKind
 from relata.domain.models import ReviewStatus
-from relata.domain.vocabulary import EntityType
+from relata.domain.vocabulary import EntityType, RelationshipType
 from relata.schemas.graph import GraphOut, graph_out
 from relata.web.context import Page, choice, page
 from relata.web.templating import render
@@ -70,6 +70,7 @@ def graph(
     review_status: Annotated[list[str] | None, Query()] = None,
     min_score: str | None = None,
     entity_type: str | None = None,
+    relationship_type: str | None = None,
     mentions: str | None = None,
     filtered: str | None = None,
 ) -> Response:
@@ -77,11 +78,13 @@ def graph(
     states = [choice(ReviewStatus, s, "review_status") for s in review_status or []]
     chosen = frozenset(s for s in states if s is not None)
     etype = choice(EntityType, entity_type, "entity_type")
+    rtype = choice(RelationshipType, relationship_type, "relationship_type")
     # A submitted form says whether mentions are shown (an unticked box sends nothing).
     show_mentions = mentions == "1" if filtered else True
     f = GraphFilter(
         review_states=chosen or SHOWN_BY_DEFAULT,
         min_score=_score(min_score),
+        relationship_types=frozenset({rtype}) if rtype else None,
         entity_types=frozenset({etype}) if etype else None,
         mentions=show_mentions,
     )
@@ -110,10 +113,12 @@ def graph(
             "review_status": sorted(s.value for s in f.review_states),
             "min_score": min_score or "",
             "entity_type": entity_type or "",
+            "relationship_type": relationship_type or "",
             "mentions": show_mentions,
         },
         states=[s.value for s in ReviewStatus],
         types=[t.value for t in EntityType],
+        relationship_types=[t.value for t in RelationshipType],
         max_depth=MAX_DEPTH,
     )
 
