@@ -15,6 +15,7 @@ from relata.analysis.factory import build_analysis
 from relata.analysis.service import AnalysisService
 from relata.audit import AuditService
 from relata.auth.accounts import ADDRESS_FACTOR, AccountService
+from relata.auth.administration import AdministrationService
 from relata.auth.invitations import InvitationService
 from relata.auth.members import MemberService
 from relata.auth.oidc import OidcService, oidc_config_from
@@ -203,6 +204,8 @@ class Container:
     invitations: InvitationService
     # The graph view: entities and items, relationships and mentions, bounded.
     graph: GraphService
+    # What administrators do (the CLI's users/workspaces commands and the web's /admin).
+    admin: AdministrationService
     # Federated sign-in (OpenID Connect); None when RELATA_OIDC_ISSUER is empty.
     oidc: OidcService | None = None
     extras: dict[str, Any] = field(default_factory=dict)
@@ -362,6 +365,8 @@ def build(
         disagreements=repos.disagreements,
     )
     accounts = _build_accounts(settings, clock, db, repos, audit, password_hasher)
+    workspaces = WorkspaceService(repos.workspaces, clock, settings.default_workspace, audit=audit)
+    members = MemberService(repos.workspaces, repos.users, clock, audit=audit)
     return Container(
         settings=settings,
         clock=clock,
@@ -369,9 +374,7 @@ def build(
         metrics=metrics,
         repos=repos,
         health=Health(db),
-        workspaces=WorkspaceService(
-            repos.workspaces, clock, settings.default_workspace, audit=audit
-        ),
+        workspaces=workspaces,
         queue=queue,
         registry=registry,
         classifier=classifier,
@@ -413,11 +416,12 @@ def build(
         audit=audit,
         accounts=accounts,
         tokens=TokenService(repos.api_tokens, repos.users, clock, audit=audit),
-        members=MemberService(repos.workspaces, repos.users, clock, audit=audit),
+        members=members,
         invitations=InvitationService(
             repos.invitations, repos.workspaces, repos.users, clock, audit=audit
         ),
         graph=GraphService(SqlGraphReader(db)),
+        admin=AdministrationService(accounts, members, workspaces, audit=audit),
         oidc=_build_oidc(settings, clock, db, accounts, audit),
     )
 

@@ -34,6 +34,12 @@ class SourceType(enum.StrEnum):
     JSON = "json"
     PDF = "pdf"
     DOCX = "docx"
+    HTML = "html"
+    CSV = "csv"
+    TSV = "tsv"
+    XLSX = "xlsx"
+    PPTX = "pptx"
+    EMAIL = "email"
 
 
 class ItemStatus(enum.StrEnum):

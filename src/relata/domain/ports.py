@@ -211,7 +211,12 @@ class ItemRepository(Protocol):
         created_from: datetime | None = None,
         created_to: datetime | None = None,
         status: str | None = None,
-    ) -> list[Item]: ...
+        contains: str | None = None,
+    ) -> list[Item]:
+        """``contains``: the title or the original file name holds this text, letters in
+        any case, ``%`` and ``_`` literal."""
+        ...
+
     def count(self, workspace_id: str) -> int: ...
     def set_status(
         self,

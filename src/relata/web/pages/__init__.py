@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from relata.web.pages import (
+    admin,
     ask,
     audit,
     auth,
@@ -37,5 +38,6 @@ for _area in (
     settings,
     invitations,
     audit,
+    admin,
 ):
     router.include_router(_area.router)
