@@ -57,6 +57,7 @@ from relata.entities.deterministic import DeterministicExtractor
 from relata.entities.service import EntityService
 from relata.entities.stage import EntityStage
 from relata.exchange.service import ExchangeService
+from relata.graph.service import GraphService
 from relata.ingest.admission import Admission
 from relata.ingest.catalog import ItemCatalog
 from relata.ingest.originals import OriginalStore
@@ -87,6 +88,7 @@ from relata.storage.sql.deployment_keys import shared_key
 from relata.storage.sql.disagreements import SqlDisagreementRepository
 from relata.storage.sql.engine import Database
 from relata.storage.sql.entities import SqlEntityRepository
+from relata.storage.sql.graph import SqlGraphReader
 from relata.storage.sql.identities import SqlFederatedIdentities
 from relata.storage.sql.invitations import SqlInvitationRepository
 from relata.storage.sql.items import SqlItemRepository
@@ -201,6 +203,8 @@ class Container:
     tokens: TokenService
     members: MemberService
     invitations: InvitationService
+    # The graph view: entities and items, relationships and mentions, bounded.
+    graph: GraphService
     # What administrators do (the CLI's users/workspaces commands and the web's /admin).
     admin: AdministrationService
     # Export of a workspace's knowledge, and import of an export (relata.exchange).
@@ -419,6 +423,7 @@ def build(
         invitations=InvitationService(
             repos.invitations, repos.workspaces, repos.users, clock, audit=audit
         ),
+        graph=GraphService(SqlGraphReader(db)),
         admin=AdministrationService(accounts, members, workspaces, audit=audit),
         exchange=ExchangeService(
             db,
