@@ -26,6 +26,9 @@ nothing behind. Nothing here runs on PostgreSQL, whose statistics are kept per w
 migration 0011's triggers.
 """
 
+# DDL naming a workspace's objects: names from names() ([0-9a-fx] only), the id quoted.
+# ruff: noqa: S608
+
 from __future__ import annotations
 
 import re
