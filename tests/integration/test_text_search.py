@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -741,3 +742,115 @@ def test_same_documents_score_per_workspace_as_alone_and_after_a_workspace_delet
 def test_deleting_a_missing_workspace_is_not_found(store: Store) -> None:
     with pytest.raises(NotFound):
         SqlWorkspaceRepository(store.db).delete(new_id())
+
+
+def _fts_schema(db: Database, workspace_id: str) -> list[tuple[str, str, str]]:
+    n = workspace_fts.names(workspace_id)
+    with db.read() as conn:
+        rows = conn.exec_driver_sql(
+            "SELECT type, name, sql FROM sqlite_schema WHERE name LIKE ? OR name LIKE ? "
+            "ORDER BY name",
+            (f"{n.items}%", f"{n.chunks}%"),
+        ).all()
+    return [(t, name, " ".join((sql or "").split())) for t, name, sql in rows]
+
+
+def test_sqlite_migration_0015_gives_each_workspace_its_index_pair(tmp_path: Path) -> None:
+    """Revision 0015 on a database of revision 0014: each workspace (a UUID id and any other
+    id) gets the objects a new workspace gets, back-filled with its live rows only; the
+    shared index of 0002 is gone; the downgrade brings it back, re-indexed."""
+    db = Database.from_url(f"sqlite:///{tmp_path / 'm.db'}")
+    try:
+        migrate.upgrade(db, "0014")
+        ids = [new_id(), "legacy-'ws' 1"]
+        with db.write() as conn:  # not through the repository: that would create the pair
+            for k, ws in enumerate(ids):
+                conn.exec_driver_sql(
+                    "INSERT INTO workspaces (id, slug, name, created_at) VALUES (?, ?, ?, ?)",
+                    (ws, f"w{k}", f"W{k}", NOW.isoformat()),
+                )
+        store = Store(
+            db, SqlItemRepository(db), SqlChunkRepository(db), build_text_search(db), *ids
+        )
+        live = {ws: store.add(ws, "Ribosome", "Ribosomes translate RNA.") for ws in ids}
+        gone = store.add(ids[0], "Ribosome gone", "Ribosomes, deleted.")
+        store.items.mark_deleted(ids[0], gone.id)
+        migrate.upgrade(db)
+        assert not {"items_fts", "chunks_fts"} & set(sa.inspect(db.engine).get_table_names())
+        for ws in ids:
+            assert _ids(store.search.search_items(ws, "ribosome", limit=5)) == [live[ws].id]
+            chunk_hits = store.search.search_chunks(ws, "ribosomes", limit=5)
+            assert [h.item_id for h in chunk_hits] == [live[ws].id]
+        _check_sqlite_index(store)
+        migrated = {ws: _fts_schema(db, ws) for ws in ids}
+        assert all(len(objects) > 10 for objects in migrated.values())
+        with db.write() as conn:  # what a new workspace gets is what the revision made
+            for ws in ids:
+                workspace_fts.drop(conn, ws)
+                assert _fts_schema_in(conn, ws) == []
+                workspace_fts.create(conn, ws, backfill=True)
+        assert {ws: _fts_schema(db, ws) for ws in ids} == migrated
+        _check_sqlite_index(store)
+        cfg, conn = _alembic(db)
+        with conn:
+            command.downgrade(cfg, "0014")
+            conn.commit()
+        assert {ws: _fts_schema(db, ws) for ws in ids} == {ws: [] for ws in ids}
+        with db.read() as conn:
+            found = conn.exec_driver_sql(
+                "SELECT count(*) FROM items_fts WHERE items_fts MATCH 'ribosome'"
+            ).scalar()
+        assert found == 3  # 0002's index holds every row, deleted ones too
+    finally:
+        db.dispose()
+
+
+def _fts_schema_in(conn: sa.Connection, workspace_id: str) -> list[Any]:
+    n = workspace_fts.names(workspace_id)
+    return conn.exec_driver_sql(
+        "SELECT name FROM sqlite_schema WHERE name LIKE ? OR name LIKE ?",
+        (f"{n.items}%", f"{n.chunks}%"),
+    ).all()
+
+
+def test_sqlite_transfer_target_gets_each_workspace_index_pair(tmp_path: Path) -> None:
+    """``relata transfer`` into a SQLite file copies ``workspaces`` as plain rows: each
+    workspace's index pair must be created before its items arrive, so they are searchable
+    there and the index checks out against the rows."""
+    from relata.storage.vectors.sqlite_vec import SqliteVecStore
+    from relata.transfer.run import Side
+    from relata.transfer.run import transfer as run_transfer
+
+    source = Database.from_url(f"sqlite:///{tmp_path / 'source.db'}")
+    target = Database.from_url(f"sqlite:///{tmp_path / 'target.db'}")
+    try:
+        migrate.upgrade(source)
+        ws = SqlWorkspaceRepository(source).create(
+            Workspace(id=new_id(), slug="w", name="W", created_at=NOW)
+        )
+        repos = (SqlItemRepository(source), SqlChunkRepository(source))
+        seeded = Store(source, *repos, build_text_search(source), ws.id, ws.id)
+        kept = seeded.add(ws.id, "Harbour", "Boats moor in the harbour.")
+        gone = seeded.add(ws.id, "Harbour gone", "Boats, deleted.")
+        seeded.items.mark_deleted(ws.id, gone.id)
+        report = run_transfer(
+            Side(source, SqliteVecStore(source, 8), tmp_path / "s", "source"),
+            Side(target, SqliteVecStore(target, 8), tmp_path / "t", "target"),
+        )
+        assert report.ok
+        moved = Store(
+            target,
+            SqlItemRepository(target),
+            SqlChunkRepository(target),
+            build_text_search(target),
+            ws.id,
+            ws.id,
+        )
+        assert _ids(moved.search.search_items(ws.id, "boats", limit=5)) == [kept.id]
+        assert [h.item_id for h in moved.search.search_chunks(ws.id, "boats", limit=5)] == [
+            kept.id
+        ]
+        _check_sqlite_index(moved)
+    finally:
+        source.dispose()
+        target.dispose()
