@@ -847,9 +847,7 @@ def test_sqlite_transfer_target_gets_each_workspace_index_pair(tmp_path: Path) -
             ws.id,
         )
         assert _ids(moved.search.search_items(ws.id, "boats", limit=5)) == [kept.id]
-        assert [h.item_id for h in moved.search.search_chunks(ws.id, "boats", limit=5)] == [
-            kept.id
-        ]
+        assert [h.item_id for h in moved.search.search_chunks(ws.id, "boats", limit=5)] == [kept.id]
         _check_sqlite_index(moved)
     finally:
         source.dispose()
