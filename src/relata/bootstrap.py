@@ -15,6 +15,7 @@ from relata.analysis.factory import build_analysis
 from relata.analysis.service import AnalysisService
 from relata.audit import AuditService
 from relata.auth.accounts import ADDRESS_FACTOR, AccountService
+from relata.auth.administration import AdministrationService
 from relata.auth.invitations import InvitationService
 from relata.auth.members import MemberService
 from relata.auth.oidc import OidcService, oidc_config_from
@@ -55,6 +56,7 @@ from relata.embeddings.status import ModelStatusService
 from relata.entities.deterministic import DeterministicExtractor
 from relata.entities.service import EntityService
 from relata.entities.stage import EntityStage
+from relata.graph.service import GraphService
 from relata.ingest.admission import Admission
 from relata.ingest.catalog import ItemCatalog
 from relata.ingest.originals import OriginalStore
@@ -85,6 +87,7 @@ from relata.storage.sql.deployment_keys import shared_key
 from relata.storage.sql.disagreements import SqlDisagreementRepository
 from relata.storage.sql.engine import Database
 from relata.storage.sql.entities import SqlEntityRepository
+from relata.storage.sql.graph import SqlGraphReader
 from relata.storage.sql.identities import SqlFederatedIdentities
 from relata.storage.sql.invitations import SqlInvitationRepository
 from relata.storage.sql.items import SqlItemRepository
@@ -199,6 +202,10 @@ class Container:
     tokens: TokenService
     members: MemberService
     invitations: InvitationService
+    # The graph view: entities and items, relationships and mentions, bounded.
+    graph: GraphService
+    # What administrators do (the CLI's users/workspaces commands and the web's /admin).
+    admin: AdministrationService
     # Federated sign-in (OpenID Connect); None when RELATA_OIDC_ISSUER is empty.
     oidc: OidcService | None = None
     extras: dict[str, Any] = field(default_factory=dict)
@@ -358,6 +365,8 @@ def build(
         disagreements=repos.disagreements,
     )
     accounts = _build_accounts(settings, clock, db, repos, audit, password_hasher)
+    workspaces = WorkspaceService(repos.workspaces, clock, settings.default_workspace, audit=audit)
+    members = MemberService(repos.workspaces, repos.users, clock, audit=audit)
     return Container(
         settings=settings,
         clock=clock,
@@ -365,9 +374,7 @@ def build(
         metrics=metrics,
         repos=repos,
         health=Health(db),
-        workspaces=WorkspaceService(
-            repos.workspaces, clock, settings.default_workspace, audit=audit
-        ),
+        workspaces=workspaces,
         queue=queue,
         registry=registry,
         classifier=classifier,
@@ -409,10 +416,12 @@ def build(
         audit=audit,
         accounts=accounts,
         tokens=TokenService(repos.api_tokens, repos.users, clock, audit=audit),
-        members=MemberService(repos.workspaces, repos.users, clock, audit=audit),
+        members=members,
         invitations=InvitationService(
             repos.invitations, repos.workspaces, repos.users, clock, audit=audit
         ),
+        graph=GraphService(SqlGraphReader(db)),
+        admin=AdministrationService(accounts, members, workspaces, audit=audit),
         oidc=_build_oidc(settings, clock, db, accounts, audit),
     )
 

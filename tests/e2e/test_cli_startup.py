@@ -26,6 +26,9 @@ HEAVY = (
     "uvicorn",
     "httpx",
     "pypdf",
+    "openpyxl",
+    "pptx",
+    "PIL",
     "spacy",
 )
 

@@ -15,6 +15,7 @@ from importlib import resources
 from pathlib import Path
 
 from tests.fuzz.docgen import make_docx, make_pdf
+from tests.fuzz.officegen import HTML_PAGE, XLSX_TYPE, make_csv, make_eml, make_pptx, make_xlsx
 
 
 def _demo() -> dict[str, bytes]:
@@ -51,6 +52,27 @@ def _docxs() -> list[bytes]:
             table=[["turbine", "MW"], ["SB-01", "1.5"]],
         ),
         make_docx([("h2", "Field notes"), ("p", "Dr. Vaughan noted a 3.5 m tide.")]),
+    ]
+
+
+def _xlsxs() -> list[bytes]:
+    return [
+        make_xlsx({"Fleet": [["turbine", "MW"], ["SB-01", 1.5]], "Notes": [["n"], ["calm"]]}),
+    ]
+
+
+def _pptxs() -> list[bytes]:
+    return [make_pptx([("Minutes", _prose()[:200], "Notes.")], table=[["a", "b"], ["1", "2"]])]
+
+
+def _emails() -> list[bytes]:
+    return [
+        make_eml(text=_prose()[:400]),
+        make_eml(
+            text=None,
+            html="<h1>Minutes</h1><p>Agreed.</p>",
+            attachments=[("t.csv", "text/csv", make_csv(3)), ("f.xlsx", XLSX_TYPE, _xlsxs()[0])],
+        ),
     ]
 
 
@@ -123,6 +145,11 @@ def seeds(target: str) -> list[bytes]:
         "json": [*_of(".json"), b'{"title": "Seed", "items": [{"k": 1}, {"k": [true, null]}]}'],
         "pdf": _pdfs(),
         "docx": _docxs(),
+        "html": [HTML_PAGE, b"<html><body><h1>T</h1><p>x</p><table><tr><td>1</td></tr></table>"],
+        "delimited": [b"\x00" + make_csv(20), b"\x01" + make_csv(20, delimiter="\t")],
+        "xlsx": _xlsxs(),
+        "pptx": _pptxs(),
+        "email": _emails(),
         "chunker": list(_chunker()),
         "decode_strict": list(_replies()),
         "quotation": [b"\x01" + d[:400] for d in documents],

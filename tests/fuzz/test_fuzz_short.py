@@ -20,8 +20,19 @@ from tests.fuzz.targets import TARGETS
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Executions per target: a few thousand where one costs well under a millisecond, fewer
-#: for the slow parsers (PDF, Markdown, the chunker), so all ten stay within ~1 min of CPU.
-RUNS = {"pdf": 300, "markdown": 400, "chunker": 400, "multipart": 1000, "docx": 1000}
+#: for the slow parsers (PDF, Markdown, the chunker, the Office formats), so all fifteen stay
+#: within ~2 min of CPU.
+RUNS = {
+    "pdf": 300,
+    "markdown": 400,
+    "chunker": 400,
+    "multipart": 1000,
+    "docx": 1000,
+    "xlsx": 300,
+    "pptx": 200,
+    "email": 1000,
+    "html": 1000,
+}
 DEFAULT_RUNS = 3000
 
 pytestmark = pytest.mark.slow

@@ -155,3 +155,47 @@ def test_invitations_from_the_command_line(
     assert events.count(AuditAction.INVITATION_CREATED.value) == 2
     assert AuditAction.INVITATION_REVOKED.value in events
     assert {m.username for m in c.members.members(team.id)} == {"olive", "nina"}
+
+
+def test_users_create_and_reset_password_go_through_the_administration_service(
+    c: Container, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same rules and audit events as the web's /admin page (one service)."""
+    monkeypatch.setattr("sys.stdin", io.StringIO(PASSWORD + "\n"))
+    assert (
+        main(
+            [
+                "users",
+                "create",
+                "--username",
+                "hal",
+                "--join",
+                "default",
+                "--role",
+                "viewer",
+                "--password-stdin",
+            ]
+        )
+        == 0
+    )
+    assert "created user hal (viewer of workspace default)" in capsys.readouterr().out
+    hal = c.accounts.get_by_username("hal")
+    ws = c.workspaces.resolve()
+    created = c.audit.list(ws.id, action=AuditAction.USER_CREATED)
+    assert [(e.target_id, e.actor_kind) for e in created] == [(hal.id, "cli")]
+    # A short password is refused, as on the web page.
+    monkeypatch.setattr("sys.stdin", io.StringIO("short\n"))
+    assert main(["users", "create", "--username", "ivy", "--password-stdin"]) != 0
+    assert "at least 12 characters" in capsys.readouterr().err
+
+    token, _ = c.accounts.sessions.start(hal.id, ws.id)
+    assert c.accounts.sessions.resolve(token) is not None
+    monkeypatch.setattr("sys.stdin", io.StringIO("another long password\n"))
+    assert main(["users", "reset-password", "hal", "--password-stdin"]) == 0
+    assert "1 session(s) ended" in capsys.readouterr().out
+    assert c.accounts.sessions.resolve(token) is None
+    reset = c.audit.list(ws.id, action=AuditAction.USER_PASSWORD_RESET)
+    assert [(e.target_id, e.actor_kind) for e in reset] == [(hal.id, "cli")]
+    monkeypatch.setattr("sys.stdin", io.StringIO("another long password\n"))
+    assert main(["users", "reset-password", "nobody", "--password-stdin"]) != 0
+    assert "no user has that username" in capsys.readouterr().err

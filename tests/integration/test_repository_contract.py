@@ -537,6 +537,39 @@ def test_list_is_newest_first_paged_and_filtered(ports: Ports) -> None:
     assert p.items.list(p.ws, limit=10)[0] == p.items.get(p.ws, newest.id)
 
 
+def test_list_contains_matches_title_or_file_name_in_any_case_wildcards_literal(
+    ports: Ports,
+) -> None:
+    p = ports
+    hour = timedelta(hours=1)
+    survey = p.items.create(
+        _item(p.ws, title="Tidal Survey", original_filename="survey_100%.md", ingested_at=NOW)
+    )
+    report = p.items.create(
+        _item(p.ws, title="Wind report", original_filename=None, ingested_at=NOW - hour)
+    )
+    slash = p.items.create(
+        _item(p.ws, title="Back\\slash", original_filename="b.txt", ingested_at=NOW - 2 * hour)
+    )
+    p.items.create(_item(p.other, title="Tidal elsewhere"))
+    gone = p.items.create(_item(p.ws, title="Tidal gone"))
+    p.items.mark_deleted(p.ws, gone.id)
+
+    def ids(contains: str, **kw: Any) -> list[str]:
+        return [i.id for i in p.items.list(p.ws, contains=contains, **{"limit": 10, **kw})]
+
+    assert ids("tidal") == [survey.id]  # the title, any case; live items of this workspace
+    assert ids("REPORT") == [report.id]
+    assert ids("100%") == [survey.id]  # the file name
+    assert ids("%") == [survey.id]  # a literal %, not "anything"
+    assert ids("_") == [survey.id]  # a literal _, not "one character"
+    assert ids("\\") == [slash.id]
+    assert ids("y_1") == [survey.id]
+    assert ids("yx1") == []
+    assert ids("") == [survey.id, report.id, slash.id]  # empty: no filter
+    assert ids("r", status="pending", limit=1) == [survey.id]  # with the other filters, paged
+
+
 def test_filter_live_keeps_the_live_items_passing_the_filters(ports: Ports) -> None:
     p = ports
     text = p.items.create(_item(p.ws, ingested_at=NOW - timedelta(days=2)))

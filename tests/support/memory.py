@@ -424,13 +424,19 @@ class MemoryItemRepository:
         created_from: datetime | None = None,
         created_to: datetime | None = None,
         status: str | None = None,
+        contains: str | None = None,
     ) -> list[Item]:
         """Newest ingested first (then by id)."""
+        wanted = (contains or "").lower()
         with self._store.lock:
             found = [
                 i
                 for i in self._store.live_items(workspace_id)
                 if _passes(i, source_type, created_from, created_to, status)
+                and (
+                    not wanted
+                    or any(wanted in (s or "").lower() for s in (i.title, i.original_filename))
+                )
             ]
         found.sort(key=lambda i: i.id)
         found.sort(key=lambda i: i.ingested_at, reverse=True)
@@ -866,6 +872,12 @@ class MemoryStageTransaction:
 
     def claims_written_after(
         self, after: int, subjects: Sequence[str], *, exclude_item: str, limit: int
+    ) -> list[Claim]:
+        self._check_open()
+        raise NotImplementedError("the in-memory fakes do not store claims: use SQL")
+
+    def repeats_written_after(
+        self, after: int, keys: Sequence[str], *, exclude_item: str, limit: int
     ) -> list[Claim]:
         self._check_open()
         raise NotImplementedError("the in-memory fakes do not store claims: use SQL")

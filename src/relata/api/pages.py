@@ -76,7 +76,8 @@ _INDEX = """<!doctype html>
 <body>
 <main>
 <h1>Relata</h1>
-<p>Relata {version} is running. It stores documents (text, Markdown, JSON, PDF, DOCX), splits
+<p>Relata {version} is running. It stores documents (text, Markdown, JSON, PDF, DOCX, HTML,
+CSV/TSV, XLSX, PPTX, e-mail), splits
 them into sections, searches them by keyword and by meaning with an explanation of every
 ranking, and answers questions from them citing its sources when a language model is
 configured.</p>

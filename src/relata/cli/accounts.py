@@ -1,4 +1,4 @@
-"""``relata users create|list`` and ``relata tokens create|list|revoke`` (``relata
+"""``relata users create|reset-password|list`` and ``relata tokens create|list|revoke`` (``relata
 createadmin`` is in ``relata.cli.admin``).
 
 The command line acts as an administrator on the local database (whoever can run it can read
@@ -27,8 +27,9 @@ _ROLES = ("owner", "editor", "viewer")
 def register(sub: Any) -> None:
     users = sub.add_parser(
         "users",
-        help="create and list user accounts",
-        description="Create user accounts and list them with their workspaces and roles.",
+        help="create and list user accounts, reset a password",
+        description="Create user accounts, reset a user's password, and list users with "
+        "their workspaces and roles.",
     )
     usub = users.add_subparsers(dest="users_command", required=True, metavar="COMMAND")
     c = usub.add_parser(
@@ -45,6 +46,16 @@ def register(sub: Any) -> None:
     c.add_argument("--role", choices=_ROLES, default="editor", help="role in --join's workspace")
     c.add_argument("--admin", action="store_true", help="an administrator")
     c.set_defaults(handler=_users_create)
+    rp = usub.add_parser(
+        "reset-password",
+        help="set a user's new password and end their sessions",
+        description="Set a new password for USERNAME (asked twice, or read from standard "
+        "input with --password-stdin) and end every session they have. Audited in each of "
+        "their workspaces.",
+    )
+    rp.add_argument("username", metavar="USERNAME", help="an existing user")
+    rp.add_argument("--password-stdin", action="store_true", help="read the password from stdin")
+    rp.set_defaults(handler=_users_reset_password)
     ls = usub.add_parser(
         "list",
         help="list users and their workspaces",
@@ -111,31 +122,32 @@ def _workspace(c: Container, slug: str | None) -> Workspace:
 
 
 def _users_create(args: argparse.Namespace) -> int:
-    from relata.auth.accounts import validate_username
-    from relata.domain.errors import NotFound
     from relata.domain.models import CLI_ACTOR
     from relata.domain.vocabulary import Role
-    from relata.workspaces import private_slug
 
     password = _password(args.password_stdin)
     with open_container(log=False, schema="migrate") as c:
-        if args.join:
-            ws, role = _workspace(c, args.join), Role(args.role)
-        else:
-            username = validate_username(args.username)
-            try:  # before the workspace is made, so a taken name leaves nothing behind
-                c.accounts.get_by_username(username)
-                raise CliError(f"a user {username!r} exists already")
-            except NotFound:
-                pass
-            ws = c.members.create_workspace(
-                private_slug(), username, owner_id=None, actor=CLI_ACTOR
-            )
-            role = Role.OWNER
-        user = c.accounts.create_user(
-            args.username, password, workspace=ws, role=role, is_admin=args.admin
+        made = c.admin.create_user(
+            args.username,
+            password,
+            join=args.join,
+            role=Role(args.role),
+            is_admin=args.admin,
+            actor=CLI_ACTOR,
         )
-    print(f"created user {user.username} ({role.value} of workspace {ws.slug})")
+    print(
+        f"created user {made.user.username} ({made.role.value} of workspace {made.workspace.slug})"
+    )
+    return 0
+
+
+def _users_reset_password(args: argparse.Namespace) -> int:
+    from relata.domain.models import CLI_ACTOR
+
+    password = _password(args.password_stdin)
+    with open_container(log=False) as c:
+        ended = c.admin.reset_password(args.username, password, actor=CLI_ACTOR)
+    print(f"new password set for {args.username.strip().lower()}; {ended} session(s) ended")
     return 0
 
 
@@ -143,15 +155,13 @@ def _users_list(args: argparse.Namespace) -> int:
     with open_container(log=False) as c:
         rows: list[dict[str, Any]] = [
             {
-                "id": u.id,
-                "username": u.username,
-                "is_admin": u.is_admin,
-                "disabled": u.disabled,
-                "workspaces": {
-                    m.workspace.slug: m.role.value for m in c.accounts.memberships(u.id)
-                },
+                "id": e.user.id,
+                "username": e.user.username,
+                "is_admin": e.user.is_admin,
+                "disabled": e.user.disabled,
+                "workspaces": {m.workspace.slug: m.role.value for m in e.memberships},
             }
-            for u in c.accounts.users()
+            for e in c.admin.users()
         ]
     if args.json:
         print(json.dumps(rows, indent=2))

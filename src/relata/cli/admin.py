@@ -103,9 +103,9 @@ def _createadmin(args: argparse.Namespace) -> int:
     password = validate_password(_read_password(args.password_stdin))
     with open_container(log=False, schema="migrate") as c:
         ws, _ = c.workspaces.ensure(c.settings.default_workspace, actor=CLI_ACTOR)
-        user = c.accounts.create_user(
-            username, password, workspace=ws, role=Role.OWNER, is_admin=True
-        )
+        user = c.admin.create_user(
+            username, password, join=ws.slug, role=Role.OWNER, is_admin=True, actor=CLI_ACTOR
+        ).user
         base = server_url(c.settings)
     print(f"created administrator {user.username!r}, owner of workspace {ws.slug!r}")
     print(f"sign in: open {base}/ in a browser (relata serve), or from a script:")

@@ -36,7 +36,8 @@ def register(sub: Any) -> None:
         "ingest",
         help="add files, folders or a JSONL corpus, then process them",
         description="Ingest files (type detected from content: text, Markdown, JSON, PDF, "
-        "DOCX), folders (their files; subfolders with --recursive; hidden entries skipped) "
+        "DOCX, HTML, CSV/TSV, XLSX, PPTX, e-mail), folders (their files; subfolders with "
+        "--recursive; hidden entries skipped) "
         "or a JSONL corpus (--jsonl, one item per line). Then process them in this process "
         "until they are ready, unless --no-wait. Exit code 1 when anything was rejected or "
         "failed to process.",

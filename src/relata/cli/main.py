@@ -55,7 +55,7 @@ _BENCH = Deferred(
     "bench",
     "relata.cli.bench",
     "benchmarks: ingestion, embedding, retrieval, text legs, entities, contradictions, "
-    "relationships, load, serve, scale",
+    "conflicts, relationships, load, serve, scale",
 )
 
 _MCP = Deferred("mcp", "relata.cli.mcp", "serve Relata's tools to an AI agent over MCP (stdio)")

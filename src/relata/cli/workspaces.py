@@ -122,10 +122,9 @@ def _create(args: argparse.Namespace) -> int:
     from relata.domain.models import CLI_ACTOR
 
     with open_container(log=False, schema="migrate") as c:
-        owner = c.accounts.get_by_username(args.owner) if args.owner else None
         try:
-            ws = c.members.create_workspace(
-                args.slug, args.name, owner_id=owner.id if owner else None, actor=CLI_ACTOR
+            ws, owner = c.admin.create_workspace(
+                args.slug, args.name, owner=args.owner, actor=CLI_ACTOR
             )
         except DuplicateKey:
             raise CliError(f"a workspace {args.slug!r} exists already") from None
@@ -136,18 +135,16 @@ def _create(args: argparse.Namespace) -> int:
 
 def _list(args: argparse.Namespace) -> int:
     with open_container(log=False) as c:
-        rows: list[dict[str, Any]] = []
-        for ws in c.repos.workspaces.list():
-            members = c.members.members(ws.id)
-            rows.append(
-                {
-                    "id": ws.id,
-                    "slug": ws.slug,
-                    "name": ws.name,
-                    "members": len(members),
-                    "owners": [m.username for m in members if m.role.value == "owner"],
-                }
-            )
+        rows: list[dict[str, Any]] = [
+            {
+                "id": e.workspace.id,
+                "slug": e.workspace.slug,
+                "name": e.workspace.name,
+                "members": len(e.members),
+                "owners": e.owners,
+            }
+            for e in c.admin.workspaces()
+        ]
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0

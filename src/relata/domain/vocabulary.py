@@ -147,6 +147,10 @@ class AuditAction(enum.StrEnum):
     SIGNED_OUT = "auth.sign_out"
     TOKEN_CREATED = "token.created"  # noqa: S105 - a word, not a secret
     TOKEN_REVOKED = "token.revoked"  # noqa: S105 - a word, not a secret
+    #: Administration (``relata.auth.administration``): a user made by an administrator (in
+    #: the workspace they joined) and a password an administrator reset (in each of theirs).
+    USER_CREATED = "user.created"
+    USER_PASSWORD_RESET = "user.password_reset"  # noqa: S105 - a word, not a secret
     MEMBER_ADDED = "member.added"
     MEMBER_CHANGED = "member.changed"
     MEMBER_REMOVED = "member.removed"

@@ -43,6 +43,8 @@ from relata.pipeline import Pipeline, Reprocessing
 log = logging.getLogger("relata.ingest")
 
 MAX_PAGE = 1000
+#: The longest text the library filter (``contains``) takes.
+MAX_CONTAINS = 200
 
 #: Called with (workspace_id, item_id) when an item's derived data must go.
 ItemHook = Callable[[str, str], object]
@@ -126,9 +128,16 @@ class ItemCatalog:
         created_from: datetime | None = None,
         created_to: datetime | None = None,
         status: ItemStatus | None = None,
+        contains: str | None = None,
     ) -> list[Item]:
-        """A page of live items, newest first, optionally of one type or status; dates bound
-        ``created_at`` (else the ingestion time): ``created_from <= date < created_to``."""
+        """A page of live items, newest first, optionally of one type or status, or whose
+        title or file name contains ``contains`` (any case); dates bound ``created_at``
+        (else the ingestion time): ``created_from <= date < created_to``."""
+        contains = (contains or "").strip() or None
+        if contains is not None and len(contains) > MAX_CONTAINS:
+            raise ValidationError(
+                f"the text filter takes at most {MAX_CONTAINS} characters", field="q"
+            )
         if not 1 <= limit <= MAX_PAGE:
             raise ValidationError(f"limit must be 1-{MAX_PAGE}", field="limit")
         if offset < 0:
@@ -143,6 +152,7 @@ class ItemCatalog:
             created_from=created_from,
             created_to=created_to,
             status=status.value if status else None,
+            contains=contains,
         )
 
     def original(self, workspace_id: str, item_id: str) -> StoredOriginal:

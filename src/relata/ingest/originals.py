@@ -40,6 +40,12 @@ EXTENSIONS: dict[SourceType, str] = {
     SourceType.JSON: "json",
     SourceType.PDF: "pdf",
     SourceType.DOCX: "docx",
+    SourceType.HTML: "html",
+    SourceType.CSV: "csv",
+    SourceType.TSV: "tsv",
+    SourceType.XLSX: "xlsx",
+    SourceType.PPTX: "pptx",
+    SourceType.EMAIL: "eml",
 }
 
 _UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"

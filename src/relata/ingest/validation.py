@@ -54,6 +54,13 @@ MEDIA_TYPES: dict[SourceType, str] = {
     SourceType.JSON: "application/json",
     SourceType.PDF: "application/pdf",
     SourceType.DOCX: "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    # An HTML original is served as text, never as a page a browser would run (ADR 0035).
+    SourceType.HTML: "text/plain",
+    SourceType.CSV: "text/csv",
+    SourceType.TSV: "text/tab-separated-values",
+    SourceType.XLSX: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    SourceType.PPTX: "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+    SourceType.EMAIL: "message/rfc822",
 }
 
 

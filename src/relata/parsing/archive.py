@@ -11,12 +11,14 @@ entries are read (bzip2/LZMA streams decompress without an output bound).
 from __future__ import annotations
 
 import io
+import re
 import struct
 import zipfile
 import zlib
 from typing import IO
 
 from relata.domain.errors import UnsupportedContent
+from relata.domain.models import SourceType
 from relata.parsing.model import MiB, ParseLimits, too_big, unparseable
 
 ZIP_MAGICS = (b"PK\x03\x04", b"PK\x05\x06", b"PK\x07\x08")
@@ -125,18 +127,83 @@ def open_member(archive: zipfile.ZipFile, name: str) -> IO[bytes] | None:
         raise damaged(type(exc).__name__) from exc
 
 
-def describe_zip(names: set[str]) -> str | None:
-    """What a non-DOCX zip archive is, for the rejection message; None for a DOCX."""
-    if "word/document.xml" in names:
-        return None
-    if "xl/workbook.xml" in names:
-        return "an Excel workbook (.xlsx), not a DOCX"
-    if "ppt/presentation.xml" in names:
-        return "a PowerPoint presentation (.pptx), not a DOCX"
+#: The part that makes a zip archive an Office document of each type (Open Packaging).
+OFFICE_PARTS: dict[str, SourceType] = {
+    "word/document.xml": SourceType.DOCX,
+    "xl/workbook.xml": SourceType.XLSX,
+    "ppt/presentation.xml": SourceType.PPTX,
+}
+
+
+def office_type(names: set[str]) -> SourceType | None:
+    """DOCX, XLSX or PPTX when the archive holds that type's main part, else None."""
+    for part, source_type in OFFICE_PARTS.items():
+        if part in names:
+            return source_type
+    return None
+
+
+def describe_zip(names: set[str]) -> str:
+    """What a zip archive that is no supported Office document is, for the rejection message."""
     if "META-INF/container.xml" in names:
-        return "an EPUB book, not a DOCX"
+        return "an EPUB book"
     if "content.xml" in names and "META-INF/manifest.xml" in names:
-        return "an OpenDocument file, not a DOCX"
+        return "an OpenDocument file"
     if "META-INF/MANIFEST.MF" in names:
-        return "a Java archive, not a DOCX"
-    return "a zip archive without word/document.xml (not a DOCX)"
+        return "a Java archive"
+    return "a zip archive that is not a DOCX, XLSX or PPTX document"
+
+
+_PROLOG_BYTES = 8 * 1024
+_ROOT_START = re.compile(r"<[A-Za-z_]")
+_DECLARATION = re.compile(r"<!(?:DOCTYPE|ENTITY)", re.I)
+
+
+def check_xml_parts(archive: zipfile.ZipFile, limits: ParseLimits, what: str) -> None:
+    """Refuse an XLSX/PPTX package whose XML parts a library would read unsafely.
+
+    Every ``.xml``/``.rels`` part, and every other part that begins like XML, must declare at
+    most ``max_xml_part_bytes`` (from the zip directory), and none may declare a DTD or
+    entities: Office XML never
+    needs one, and the libraries that read these parts (openpyxl, python-pptx) do not all
+    turn entity expansion off. A DTD can only come before the root element, so each part's
+    prolog (at most 8 KiB: Office parts open with their root element) is read, not the whole
+    part, so the check costs little even at upload.
+    """
+    for info in archive.infolist():
+        named_xml = info.filename.endswith((".xml", ".rels"))
+        if named_xml:
+            _check_part_size(info, limits, what)
+        if info.is_dir():
+            continue
+        stream = open_member(archive, info.filename)
+        if stream is None:  # pragma: no cover - listed in the directory
+            continue
+        with stream:
+            try:
+                head = stream.read(_PROLOG_BYTES)
+            except ZIP_ERRORS as exc:
+                raise damaged(type(exc).__name__) from exc
+        codec = "utf-16" if head.startswith((b"\xff\xfe", b"\xfe\xff")) else "latin-1"
+        prolog = head.decode(codec, errors="replace")
+        # A part a relationship points at is read as XML whatever its name: check any part
+        # that looks like XML, not only the ones named so.
+        if not named_xml and not prolog.lstrip("\ufeff\xef\xbb\xbf \t\r\n").startswith("<"):
+            continue
+        _check_part_size(info, limits, what)
+        root = _ROOT_START.search(prolog)
+        end = root.start() if root else len(prolog)
+        if _DECLARATION.search(prolog, 0, end):
+            raise unparseable(
+                f"the {what} part {info.filename} declares a DTD or entities (not allowed)"
+            )
+        if root is None and len(head) == _PROLOG_BYTES:
+            raise unparseable(f"the {what} part {info.filename} has an XML prolog over 8 KiB")
+
+
+def _check_part_size(info: zipfile.ZipInfo, limits: ParseLimits, what: str) -> None:
+    if info.file_size > limits.max_xml_part_bytes:
+        raise too_big(
+            f"the {what} part {info.filename} is {info.file_size} bytes uncompressed; "
+            f"the limit is {limits.max_xml_part_bytes} bytes"
+        )

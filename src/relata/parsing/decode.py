@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 
 from relata.domain.errors import UnsupportedContent
+from relata.parsing.model import SUPPORTED_TYPES
 
 _BOMS: tuple[tuple[bytes, str, str], ...] = (
     # UTF-32 first: its little-endian BOM begins with the UTF-16 one.
@@ -38,7 +39,7 @@ class DecodedText:
 
 def _binary(detail: str) -> UnsupportedContent:
     return UnsupportedContent(
-        f"the content is {detail}; supported types are plain text, Markdown, JSON, PDF and DOCX",
+        f"the content is {detail}; supported types are {SUPPORTED_TYPES}",
         field="content",
     )
 

@@ -15,11 +15,16 @@ from importlib.metadata import PackageNotFoundError, version
 
 from relata.domain.errors import RelataError, ValidationError
 from relata.domain.models import SourceType
+from relata.parsing.delimited import parse_csv, parse_tsv
 from relata.parsing.docx import parse_docx
+from relata.parsing.eml import parse_email
+from relata.parsing.htmldoc import parse_html
 from relata.parsing.jsondoc import parse_json
 from relata.parsing.markdown import parse_markdown
 from relata.parsing.model import Deadline, Document, ParseLimits, unparseable
 from relata.parsing.pdf import parse_pdf
+from relata.parsing.sheets import parse_xlsx
+from relata.parsing.slides import parse_pptx
 from relata.parsing.text import parse_text
 
 
@@ -33,7 +38,8 @@ def _library_version(name: str) -> str:
 #: Recorded on every processing run; it changes when the output of ``parse`` may change,
 #: including upgrades of the libraries whose output it passes through.
 PARSER_VERSION = (
-    f"1+pypdf-{_library_version('pypdf')}+markdown-it-{_library_version('markdown-it-py')}"
+    f"2+pypdf-{_library_version('pypdf')}+markdown-it-{_library_version('markdown-it-py')}"
+    f"+openpyxl-{_library_version('openpyxl')}+python-pptx-{_library_version('python-pptx')}"
 )
 
 _Parser = Callable[[bytes, ParseLimits, Deadline], Document]
@@ -43,7 +49,26 @@ _PARSERS: dict[SourceType, _Parser] = {
     SourceType.JSON: parse_json,
     SourceType.PDF: parse_pdf,
     SourceType.DOCX: parse_docx,
+    SourceType.HTML: parse_html,
+    SourceType.CSV: parse_csv,
+    SourceType.TSV: parse_tsv,
+    SourceType.XLSX: parse_xlsx,
+    SourceType.PPTX: parse_pptx,
 }
+
+
+def _parse_email(data: bytes, limits: ParseLimits, deadline: Deadline) -> Document:
+    return parse_email(data, limits, deadline, parse_part=_parse_part)
+
+
+def _parse_part(
+    data: bytes, source_type: SourceType, limits: ParseLimits, deadline: Deadline
+) -> Document:
+    """An attachment of a message: parsed like an upload, within the message's deadline."""
+    return _checked(data, source_type, _PARSERS[source_type], limits, deadline)
+
+
+_PARSERS[SourceType.EMAIL] = _parse_email
 
 
 def parse(
@@ -60,8 +85,18 @@ def parse(
         raise ValidationError(f"no parser for {source_type}", field="source_type")
     if not data:
         raise unparseable("the content is empty")
+    return _checked(data, source_type, parser, limits, Deadline(limits.max_seconds, clock))
+
+
+def _checked(
+    data: bytes,
+    source_type: SourceType,
+    parser: _Parser,
+    limits: ParseLimits,
+    deadline: Deadline,
+) -> Document:
     try:
-        document = parser(data, limits, Deadline(limits.max_seconds, clock))
+        document = parser(data, limits, deadline)
     except RelataError:
         raise
     except RecursionError as exc:

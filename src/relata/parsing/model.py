@@ -21,6 +21,10 @@ from relata.domain.models import SourceType
 
 MiB = 1024 * 1024
 
+#: How refusals name what Relata reads.
+SUPPORTED_TYPES = (
+    "plain text, Markdown, JSON, PDF, DOCX, HTML, CSV/TSV, XLSX, PPTX and e-mail (.eml)"
+)
 #: Block kinds that open a section (their text is the section's heading).
 HEADING_KINDS = frozenset({"heading", "title"})
 #: Block kinds whose lines are the natural split points (rather than sentences).
@@ -65,6 +69,14 @@ class ParseLimits:
     max_docx_paragraphs: int = 500_000
     max_xml_elements: int = 2_000_000
     max_block_elements: int = 250_000
+    #: Tables (CSV/TSV rows, XLSX cells, empty cells a sheet pads included), slides, one
+    #: XML part of an XLSX/PPTX (from the zip directory), the MIME parts of an e-mail and
+    #: how deeply they (and HTML elements) may nest.
+    max_cells: int = 2_000_000
+    max_slides: int = 2000
+    max_xml_part_bytes: int = 64 * MiB
+    max_mime_parts: int = 200
+    max_nesting: int = 64
 
     def __post_init__(self) -> None:
         for name in (
@@ -80,6 +92,11 @@ class ParseLimits:
             "max_docx_paragraphs",
             "max_xml_elements",
             "max_block_elements",
+            "max_cells",
+            "max_slides",
+            "max_xml_part_bytes",
+            "max_mime_parts",
+            "max_nesting",
         ):
             if getattr(self, name) < 1:
                 raise ValueError(f"ParseLimits.{name} must be at least 1")

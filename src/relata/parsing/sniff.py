@@ -6,13 +6,21 @@ which are both text and differ only in how structure is read. The order of check
 
 1. empty -> rejected;
 2. ``%PDF-`` at the start of a line in the first KiB (where readers accept it) -> PDF;
-3. a zip archive -> DOCX if it really contains ``word/document.xml`` (and passes the zip-bomb
-   bounds), otherwise rejected naming what it is (xlsx, pptx, EPUB, ...);
+3. a zip archive -> DOCX, XLSX or PPTX if it really contains that type's main part
+   (``word/document.xml``, ``xl/workbook.xml``, ``ppt/presentation.xml``) and passes the
+   zip-bomb bounds and that type's package checks, otherwise rejected naming what it is
+   (EPUB, OpenDocument, ...);
 4. a known binary signature (images, archives, executables, legacy Office) -> rejected;
 5. undecodable or binary bytes -> rejected (see ``decode``);
 6. text that parses as a JSON object or array -> JSON;
-7. Markdown vs plain text: the filename/Content-Type hint if there is one, else the content's
-   Markdown signals (ATX headings, fences, links, tables, lists).
+7. text that begins with a block of RFC 5322 header lines naming a sender and at least two of
+   recipients, date, subject, message id, MIME version -> e-mail;
+8. text that begins (after comments) with ``<!DOCTYPE html``, ``<html``, ``<head`` or
+   ``<body`` -> HTML; so does any text starting with a tag when named ``.html``/``.htm`` or
+   sent as ``text/html``;
+9. the filename/Content-Type hint for Markdown, plain text, CSV or TSV if there is one; else
+   consistently delimited lines (``delimited.delimiter_of``) -> CSV or TSV; else Markdown vs
+   plain text by the content's Markdown signals (ATX headings, fences, links, tables, lists).
 
 Sniffing runs in the upload request, so its own work is bounded: JSON is validated whole only
 up to ``JSON_SNIFF_CHARS``; a longer text is JSON when that prefix is a valid beginning of a
@@ -33,12 +41,20 @@ from pathlib import PurePosixPath
 
 from relata.domain.errors import UnsupportedContent
 from relata.domain.models import SourceType
-from relata.parsing.archive import describe_zip, is_zip, open_zip
+from relata.parsing.archive import describe_zip, is_zip, office_type, open_zip
 from relata.parsing.decode import decode_text
+from relata.parsing.delimited import delimiter_of
 from relata.parsing.docx import check_docx
 from relata.parsing.jsondoc import check_json_lines
 from relata.parsing.markdown import check_markdown_lines
-from relata.parsing.model import ParseLimits, check_source_bytes, check_source_chars
+from relata.parsing.model import (
+    SUPPORTED_TYPES,
+    ParseLimits,
+    check_source_bytes,
+    check_source_chars,
+)
+from relata.parsing.sheets import check_xlsx
+from relata.parsing.slides import check_pptx
 from relata.parsing.text import check_text_chars
 
 _PDF_HEADER = re.compile(rb"(?:^|[\r\n])%PDF-\d")
@@ -75,6 +91,39 @@ _MARKDOWN_SUFFIXES = frozenset({".md", ".markdown", ".mdown", ".mkd", ".mkdn", "
 _TEXT_SUFFIXES = frozenset({".txt", ".text", ".log"})
 _MARKDOWN_TYPES = frozenset({"text/markdown", "text/x-markdown"})
 _TEXT_TYPES = frozenset({"text/plain"})
+_SUFFIX_HINTS = {
+    **dict.fromkeys(_MARKDOWN_SUFFIXES, SourceType.MARKDOWN),
+    **dict.fromkeys(_TEXT_SUFFIXES, SourceType.TEXT),
+    ".csv": SourceType.CSV,
+    ".tsv": SourceType.TSV,
+    ".tab": SourceType.TSV,
+    ".html": SourceType.HTML,
+    ".htm": SourceType.HTML,
+    ".xhtml": SourceType.HTML,
+}
+_TYPE_HINTS = {
+    **dict.fromkeys(_MARKDOWN_TYPES, SourceType.MARKDOWN),
+    **dict.fromkeys(_TEXT_TYPES, SourceType.TEXT),
+    "text/csv": SourceType.CSV,
+    "text/tab-separated-values": SourceType.TSV,
+    "text/html": SourceType.HTML,
+    "application/xhtml+xml": SourceType.HTML,
+}
+_OFFICE_CHECKS = {
+    SourceType.DOCX: check_docx,
+    SourceType.XLSX: check_xlsx,
+    SourceType.PPTX: check_pptx,
+}
+_HTML_START = re.compile(
+    r"\A\ufeff?\s*(?:<\?xml[^>]{0,200}>\s*)?(?:<!--.{0,4000}?-->\s*)*"
+    r"<(?:!doctype\s+html|html|head|body)[\s>]",
+    re.I | re.S,
+)
+_TAG_START = re.compile(r"\A\ufeff?\s*<[!A-Za-z]")
+_EMAIL_HEADER = re.compile(r"([!-9;-~]{1,76}):")
+_EMAIL_SIGNS = frozenset({"to", "date", "subject", "message-id", "mime-version", "cc"})
+_EMAIL_SAMPLE_CHARS = 65_536
+_EMAIL_MAX_HEADER_LINES = 500
 
 # (pattern, weight): an ATX heading alone is enough; weaker signals must add up.
 _MARKDOWN_SIGNALS: tuple[tuple[re.Pattern[str], int], ...] = (
@@ -99,25 +148,41 @@ _JSON_CUT_SLACK = 16
 
 def _unsupported(what: str) -> UnsupportedContent:
     return UnsupportedContent(
-        f"the content is {what}; supported types are plain text, Markdown, JSON, PDF and DOCX",
-        field="content",
+        f"the content is {what}; supported types are {SUPPORTED_TYPES}", field="content"
     )
 
 
 def _hint(filename: str | None, content_type: str | None) -> SourceType | None:
     if filename:
         suffix = PurePosixPath(filename.replace("\\", "/")).suffix.lower()
-        if suffix in _MARKDOWN_SUFFIXES:
-            return SourceType.MARKDOWN
-        if suffix in _TEXT_SUFFIXES:
-            return SourceType.TEXT
+        if suffix in _SUFFIX_HINTS:
+            return _SUFFIX_HINTS[suffix]
     if content_type:
         media = content_type.split(";", 1)[0].strip().lower()
-        if media in _MARKDOWN_TYPES:
-            return SourceType.MARKDOWN
-        if media in _TEXT_TYPES:
-            return SourceType.TEXT
+        return _TYPE_HINTS.get(media)
     return None
+
+
+def looks_like_email(text: str) -> bool:
+    """Whether ``text`` opens with a header block of an Internet message (RFC 5322)."""
+    names: set[str] = set()
+    lines = text[:_EMAIL_SAMPLE_CHARS].splitlines()
+    if lines and lines[0].startswith("From "):  # an mbox separator line
+        lines = lines[1:]
+    for n, line in enumerate(lines):
+        if not line.strip():
+            break
+        if n >= _EMAIL_MAX_HEADER_LINES:
+            return False
+        if line[0] in " \t" and n > 0:
+            continue  # a folded continuation of the previous header
+        match = _EMAIL_HEADER.match(line)
+        if match is None:
+            return False
+        names.add(match.group(1).lower())
+    else:
+        return False  # no blank line ends the header block within the sample
+    return "from" in names and len(names & _EMAIL_SIGNS) >= 2
 
 
 def markdown_score(text: str) -> int:
@@ -179,7 +244,8 @@ def sniff(
 ) -> SourceType:
     """The type of ``data``; raises ``UnsupportedContent`` naming what was detected instead.
 
-    A DOCX over the zip bounds raises ``ValidationError`` (the type is right, the size not).
+    A DOCX, XLSX or PPTX over the zip or package bounds raises ``ValidationError`` (the type
+    is right, the size not).
     """
     if not data:
         raise UnsupportedContent("the content is empty", field="content")
@@ -188,12 +254,13 @@ def sniff(
     limits = limits or ParseLimits()
     if is_zip(data):
         with open_zip(data, limits) as archive:
-            what = describe_zip(set(archive.namelist()))
-            if what is None:
-                check_docx(archive, limits)
-        if what is not None:
-            raise _unsupported(what)
-        return SourceType.DOCX
+            names = set(archive.namelist())
+            office = office_type(names)
+            if office is not None:
+                _OFFICE_CHECKS[office](archive, limits)
+        if office is None:
+            raise _unsupported(describe_zip(names))
+        return office
     for signature, what in _SIGNATURES:
         if signature.match(data):
             raise _unsupported(what)
@@ -205,11 +272,20 @@ def sniff(
     if _is_json(text):
         check_json_lines(text, limits)
         return SourceType.JSON
-    found = _hint(filename, content_type)
+    if looks_like_email(text):
+        return SourceType.EMAIL
+    hint = _hint(filename, content_type)
+    if _HTML_START.match(text[:8192]) or (hint is SourceType.HTML and _TAG_START.match(text)):
+        return SourceType.HTML
+    found: SourceType | None = hint if hint is not SourceType.HTML else None
+    if found is None:
+        found = delimiter_of(text)
     if found is None:
         found = (
             SourceType.MARKDOWN if markdown_score(text) >= _MARKDOWN_THRESHOLD else SourceType.TEXT
         )
+    if found in (SourceType.CSV, SourceType.TSV):
+        return found
     if found is SourceType.MARKDOWN:
         check_markdown_lines(text, limits)
     else:

@@ -147,7 +147,10 @@ MAX_PHRASES: Final = 500
 MAX_NAMED: Final = 20
 MAX_NAMING_CHECKED: Final = 5
 
-_FILENAME = re.compile(r"(?<![\w/.-])[\w][\w.-]{0,150}\.(?:pdf|docx|md|markdown|txt|json)\b", re.I)
+_FILENAME = re.compile(
+    r"(?<![\w/.-])[\w][\w.-]{0,150}\.(?:pdf|docx|md|markdown|txt|json|html?|csv|tsv|xlsx|pptx|eml)\b",
+    re.I,
+)
 _QUOTED = re.compile(r"[\"“”‘’']([^\"“”\n]{8,200})[\"“”’']")
 _CAPITALISED = re.compile(
     r"\b(?:[A-Z][\w'’-]*[ \t]+(?:(?:of|the|and|for|on|in|to|a|an)[ \t]+)*){2,}[A-Z0-9][\w'’-]*"

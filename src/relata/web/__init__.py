@@ -11,8 +11,10 @@ workspace exactly as it does for the API, so a non-member gets 404):
 ===============================================  ===============================================
 ``GET /``                                        to the library of the session's workspace
 ``GET|POST /sign-in``, ``POST /sign-out``        local sign-in (and the federated link), out
-``GET /w/{slug}/library``                        items, filters, paging; upload form
+``GET /w/{slug}/library``                        items, ``?q=`` and filters, paging; upload form
 ``POST /w/{slug}/library/upload``                several files (multipart), no JavaScript needed
+``POST /w/{slug}/library/selected``              reprocess or delete the ticked items (delete
+                                                 asks first, on a page of its own)
 ``GET /w/{slug}/items/{id}``                     one item: runs, text, chunks, knowledge
 ``POST /w/{slug}/items/{id}/reprocess|delete``   (delete asks first: ``GET .../delete``)
 ``GET /w/{slug}/items/{id}/original``            the stored original, as an attachment
@@ -27,6 +29,9 @@ workspace exactly as it does for the API, so a non-member gets 404):
 ``GET /w/{slug}/jobs``, ``POST .../{id}/retry``  jobs and their failures
 ``GET /w/{slug}/settings`` (and its forms)       providers, models, re-embed, tokens, members
 ``GET /w/{slug}/audit``                          the audit log (owners)
+``GET /admin``                                   administrators: every user and workspace
+``POST /admin/users|password|workspaces``        create a user, reset a password, create a
+                                                 workspace with its owner
 ``GET /static/{name}``                           Relata's own CSS and JavaScript
 ===============================================  ===============================================
 

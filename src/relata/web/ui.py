@@ -41,7 +41,8 @@ NEXT_STEP = {
     408: "The connection was too slow to send it: try again on a faster one.",
     409: "It does not fit the current state (see the message): reload the page and check.",
     413: "The file is larger than this server accepts.",
-    415: "Relata reads plain text, Markdown, JSON, PDF and DOCX.",
+    415: "Relata reads plain text, Markdown, JSON, PDF, DOCX, HTML, CSV/TSV, XLSX, PPTX and "
+    "e-mail (.eml).",
     429: "Too many attempts: wait a minute and try again.",
     503: "Relata is busy or a provider is unavailable: try again in a moment.",
 }

@@ -3,8 +3,8 @@
 Byte 0 picks the hints the client sent (none, a Markdown or text filename, a Content-Type,
 or a misleading one); the rest is the upload. Declared errors: ``UnsupportedContent`` and
 ``ValidationError`` (with ``TooLarge``). Invariants: the answer is a ``SourceType``; a hint
-never turns bytes into PDF or DOCX (the answer without hints is the same binary type), and a
-text type's bytes decode as text.
+never turns bytes into PDF, DOCX, XLSX or PPTX (the answer without hints is the same binary
+type), and a text type's bytes decode as text.
 """
 
 from __future__ import annotations
@@ -23,8 +23,10 @@ _HINTS: tuple[tuple[str | None, str | None], ...] = (
     ("report.pdf", "application/pdf"),
     ("letter.docx", "application/vnd.openxmlformats-officedocument.wordprocessingml.document"),
     ("data.json", "application/json"),
+    ("page.html", "text/html"),
+    ("table.csv", "text/csv"),
 )
-_BINARY = frozenset({SourceType.PDF, SourceType.DOCX})
+_BINARY = frozenset({SourceType.PDF, SourceType.DOCX, SourceType.XLSX, SourceType.PPTX})
 
 
 def one_input(data: bytes) -> None:

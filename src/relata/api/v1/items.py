@@ -319,13 +319,19 @@ def content_disposition(filename: str) -> str:
 
 
 #: The original's body by the media type it is served with (the detected type's): text as
-#: text, a JSON document as the JSON value it is, PDF and DOCX as bytes.
+#: text (HTML too, ADR 0035), a JSON document as the JSON value it is, PDF, the Office
+#: formats and e-mail as bytes.
 _ORIGINAL_BODY: dict[str, dict[str, Any]] = {
     "text/plain": {"schema": {"type": "string"}},
     "text/markdown": {"schema": {"type": "string"}},
     "application/json": {"schema": {"description": "the JSON document exactly as uploaded"}},
     "application/pdf": {"schema": {"type": "string", "format": "binary"}},
-    MEDIA_TYPES[SourceType.DOCX]: {"schema": {"type": "string", "format": "binary"}},
+    "text/csv": {"schema": {"type": "string"}},
+    "text/tab-separated-values": {"schema": {"type": "string"}},
+    **{
+        MEDIA_TYPES[t]: {"schema": {"type": "string", "format": "binary"}}
+        for t in (SourceType.DOCX, SourceType.XLSX, SourceType.PPTX, SourceType.EMAIL)
+    },
 }
 
 

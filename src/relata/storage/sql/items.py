@@ -102,6 +102,18 @@ def item_filters(
     return where
 
 
+def _contains(text: str) -> sa.ColumnElement[bool]:
+    """The title or the original file name holds ``text``: case-insensitive on both
+    dialects (``ILIKE`` on PostgreSQL; ``lower() LIKE lower()`` on SQLite, ASCII case only
+    there), its ``%``, ``_`` and ``\\`` matched literally."""
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    pattern = f"%{escaped}%"
+    return sa.or_(
+        items.c.title.ilike(pattern, escape="\\"),
+        items.c.original_filename.ilike(pattern, escape="\\"),
+    )
+
+
 def live(workspace_id: str) -> sa.ColumnElement[bool]:
     return sa.and_(ws_filter(items, workspace_id), items.c.deleted_at.is_(None))
 
@@ -231,9 +243,12 @@ class SqlItemRepository:
         created_from: datetime | None = None,
         created_to: datetime | None = None,
         status: str | None = None,
+        contains: str | None = None,
     ) -> list[Item]:
         q = sa.select(items).where(live(workspace_id))
         q = q.where(*item_filters(source_type, created_from, created_to, status=status))
+        if contains:
+            q = q.where(_contains(contains))
         q = q.order_by(items.c.ingested_at.desc(), items.c.id)
         q = q.limit(max(1, min(limit, _MAX_PAGE))).offset(max(0, offset))
         with self._db.read() as conn:

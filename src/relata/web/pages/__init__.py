@@ -5,11 +5,13 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from relata.web.pages import (
+    admin,
     ask,
     audit,
     auth,
     contradictions,
     entities,
+    graph,
     invitations,
     items,
     jobs,
@@ -29,11 +31,13 @@ for _area in (
     search,
     ask,
     entities,
+    graph,
     review,
     contradictions,
     jobs,
     settings,
     invitations,
     audit,
+    admin,
 ):
     router.include_router(_area.router)

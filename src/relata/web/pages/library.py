@@ -1,7 +1,15 @@
-"""The library: a workspace's items, newest first, with type, status and date filters and
-paging, and for editors the upload form (handled by ``relata.web.pages.upload``; with
-JavaScript, ``static/upload.js`` sends each file to the API with progress). Rows of items
-still being processed carry ``data-live-status`` for ``static/status.js`` to follow."""
+"""The library: a workspace's items, newest first, with a text filter (``?q=``, on the title
+and the file name), type, status and date filters and paging, and for editors the upload
+form (handled by ``relata.web.pages.upload``; with JavaScript, ``static/upload.js`` sends each
+file to the API with progress). Rows of items still being processed carry
+``data-live-status`` for ``static/status.js`` to follow; a failed item's row says why.
+
+Editors tick rows and reprocess or delete them together (``POST .../library/selected``, one
+form, no script needed): deleting asks once, on a page listing what goes, whose form posts
+again with ``confirmed``. Each item goes through the same ``c.items`` call as its own page's
+button, so each is audited on its own (``item.reprocessed``, ``item.deleted``); an item gone
+or busy meanwhile is skipped and the notice says some were. Viewers cannot post the form
+(403, as every write)."""
 
 from __future__ import annotations
 
@@ -9,24 +17,42 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
 from starlette.concurrency import run_in_threadpool
-from starlette.responses import Response
+from starlette.datastructures import FormData
+from starlette.responses import RedirectResponse, Response
 
 from relata.api.deps import container
 from relata.api.v1.params import instant
+from relata.domain.errors import Conflict, NotFound, ValidationError
 from relata.domain.models import ItemStatus, SourceType
 from relata.domain.vocabulary import Role
 from relata.schemas.items import item_out
-from relata.web.context import MAX_FORM_FILES, Page, choice, page
-from relata.web.templating import render
+from relata.web.context import MAX_FORM_FIELDS, MAX_FORM_FILES, Page, choice, field, form, page
+from relata.web.templating import NOTICES, render
 
 router = APIRouter()
 PAGE_SIZE = 25
+#: The most items one selection acts on (a page holds ``PAGE_SIZE``; the form's field bound
+#: is ``MAX_FORM_FIELDS``).
+MAX_SELECTED = min(PAGE_SIZE * 2, MAX_FORM_FIELDS - 4)
+#: How much of a failed item's reason its row shows (the item's page shows all of it).
+REASON_CHARS = 160
+_DONE = {"reprocess": "selected_reprocessed", "delete": "selected_deleted"}
+
+NOTICES.update(
+    {
+        "selected_reprocessed": "The selected items are being processed again.",
+        "selected_deleted": "The selected items were deleted, with everything derived from them.",
+        "selected_partly": "Done, except for some selected items that were deleted or busy "
+        "meanwhile: reload to see where each stands.",
+    }
+)
 
 
 @router.get("/w/{slug}/library", name="web_library")
 async def library(
     request: Request,
     who: Annotated[Page, Depends(page)],
+    q: str | None = None,
     type: str | None = None,
     status: str | None = None,
     from_: Annotated[str | None, Query(alias="from")] = None,
@@ -45,21 +71,75 @@ async def library(
             status=item_status,
             created_from=instant(from_, "from"),
             created_to=instant(to, "to", end=True),
+            contains=q,
         )
     )
-    filters = {"type": type, "status": status, "from": from_, "to": to}
+    filters = {"q": q, "type": type, "status": status, "from": from_, "to": to}
     return render(
         request,
         "library.html",
         page=who,
         items=[item_out(i) for i in rows[:PAGE_SIZE]],
         filters=filters,
+        filtered=any(filters.values()),
         offset=offset,
         next_offset=offset + PAGE_SIZE if len(rows) > PAGE_SIZE else None,
         prev_offset=max(0, offset - PAGE_SIZE) if offset else None,
         types=[t.value for t in SourceType],
         statuses=[s.value for s in ItemStatus],
         can_upload=who.can(Role.EDITOR),
+        can_select=who.can(Role.EDITOR),
+        reason_chars=REASON_CHARS,
         max_upload_bytes=c.ingest.max_upload_bytes,
         max_files=MAX_FORM_FILES,
     )
+
+
+def _selection(data: FormData) -> list[str]:
+    """The ticked item ids, each once, in order; a ValidationError when none or too many."""
+    ids: list[str] = []
+    for value in data.getlist("item"):
+        if not isinstance(value, str) or not 0 < len(value) <= 64:
+            raise ValidationError("a selected item is not an item id", field="item")
+        if value not in ids:
+            ids.append(value)
+    if not ids:
+        raise ValidationError("select at least one item first", field="item")
+    if len(ids) > MAX_SELECTED:
+        raise ValidationError(f"select at most {MAX_SELECTED} items at once", field="item")
+    return ids
+
+
+@router.post("/w/{slug}/library/selected", name="web_library_selected")
+async def selected(request: Request) -> Response:
+    """Reprocess or delete the selected items (delete: after its confirmation page)."""
+    who, data = await form(request)
+    who.principal.require(Role.EDITOR, "reprocess or delete items")
+    action = field(data, "action", max_length=16)
+    if action not in _DONE:
+        raise ValidationError("action must be reprocess or delete", field="action")
+    ids = _selection(data)
+    c = container(request)
+    ws, actor = who.workspace_id, who.principal.actor
+    if action == "delete" and field(data, "confirmed", max_length=8) != "yes":
+        titles = await run_in_threadpool(lambda: c.items.titles(ws, ids))
+        found = [(i, titles[i]) for i in ids if i in titles]
+        if not found:
+            raise NotFound("none of the selected items exists any more")
+        return render(request, "library_delete.html", page=who, selected=found)
+
+    def run() -> int:
+        skipped = 0
+        for item_id in ids:
+            try:
+                if action == "delete":
+                    c.items.delete(ws, item_id, actor=actor)
+                else:
+                    c.items.reprocess(ws, item_id, actor=actor)
+            except (NotFound, Conflict):
+                skipped += 1
+        return skipped
+
+    skipped = await run_in_threadpool(run)
+    done = "selected_partly" if skipped else _DONE[action]
+    return RedirectResponse(who.url(f"library?done={done}"), status_code=303)
