@@ -755,13 +755,13 @@ def _fts_schema(db: Database, workspace_id: str) -> list[tuple[str, str, str]]:
     return [(t, name, " ".join((sql or "").split())) for t, name, sql in rows]
 
 
-def test_sqlite_migration_0015_gives_each_workspace_its_index_pair(tmp_path: Path) -> None:
-    """Revision 0015 on a database of revision 0014: each workspace (a UUID id and any other
+def test_sqlite_migration_0016_gives_each_workspace_its_index_pair(tmp_path: Path) -> None:
+    """Revision 0016 on a database of revision 0015: each workspace (a UUID id and any other
     id) gets the objects a new workspace gets, back-filled with its live rows only; the
     shared index of 0002 is gone; the downgrade brings it back, re-indexed."""
     db = Database.from_url(f"sqlite:///{tmp_path / 'm.db'}")
     try:
-        migrate.upgrade(db, "0014")
+        migrate.upgrade(db, "0015")
         ids = [new_id(), "legacy-'ws' 1"]
         with db.write() as conn:  # not through the repository: that would create the pair
             for k, ws in enumerate(ids):
@@ -793,7 +793,7 @@ def test_sqlite_migration_0015_gives_each_workspace_its_index_pair(tmp_path: Pat
         _check_sqlite_index(store)
         cfg, conn = _alembic(db)
         with conn:
-            command.downgrade(cfg, "0014")
+            command.downgrade(cfg, "0015")
             conn.commit()
         assert {ws: _fts_schema(db, ws) for ws in ids} == {ws: [] for ws in ids}
         with db.read() as conn:

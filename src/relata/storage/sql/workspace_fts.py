@@ -19,7 +19,7 @@ For workspace W (``names(W)``):
   their own trigger finds no live item and does nothing.
 
 ``create`` runs in the transaction that inserts the workspace (``SqlWorkspaceRepository``,
-first sign-in, ``relata transfer``; migration 0015 for workspaces that existed before), and
+first sign-in, ``relata transfer``; migration 0016 for workspaces that existed before), and
 ``drop`` in the one that deletes it, before the cascade, so deleting a workspace costs no
 index work. Both are idempotent. SQLite DDL is transactional, so a rolled-back create leaves
 nothing behind. Nothing here runs on PostgreSQL, whose statistics are kept per workspace by

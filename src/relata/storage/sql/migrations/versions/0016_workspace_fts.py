@@ -17,8 +17,8 @@ re-indexed from the tables.
 
 PostgreSQL: nothing (0011 keeps its statistics per workspace).
 
-Revision ID: 0015
-Revises: 0014
+Revision ID: 0016
+Revises: 0015
 Create Date: 2026-12-06 00:00:00
 """
 
@@ -32,8 +32,8 @@ import re
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0015"
-down_revision = "0014"
+revision = "0016"
+down_revision = "0015"
 branch_labels = None
 depends_on = None
 
