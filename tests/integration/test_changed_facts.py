@@ -130,3 +130,15 @@ def test_like_sentences_about_different_units_are_not_a_change(c: Container) -> 
     )
     drain(c)
     assert _ledger(c, ws, first) == [] and _ledger(c, ws, other) == []
+
+
+def test_a_sentence_repeated_within_one_item_is_one_claim_and_the_item_gets_ready(
+    c: Container,
+) -> None:
+    ws = workspace_id(c)
+    line = "The survey of station 4 counted 28 seals and noted the gauge read 4.0 metres at dawn."
+    item = _ingest(c, ws, "repeated", " ".join([line] * 3) + "\n")
+    drain(c)
+    assert c.repos.items.get(ws, item).status == "ready"
+    quotations = [x.quotation for x in c.claims.for_item(ws, item)]
+    assert quotations.count(line) == 1

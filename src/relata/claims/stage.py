@@ -248,8 +248,14 @@ class ClaimStage:
         # claim about an entity, else a statement claim under its ``~r:`` key.
         keyed = keyed_claims(item_id, text, drafts, chunks)
         repeat_keys = {k.draft.dedupe_key: k.repeat.key for k in keyed}
+        # A sentence written twice in one item (a repeated boilerplate line) is one claim.
         own = {d.dedupe_key for d in drafts}
-        drafts = [*drafts, *(k.draft for k in keyed if k.draft.dedupe_key not in own)]
+        statements: list[ClaimDraft] = []
+        for k in keyed:
+            if k.draft.dedupe_key not in own:
+                own.add(k.draft.dedupe_key)
+                statements.append(k.draft)
+        drafts = [*drafts, *statements]
         canonical = self._canonical(ws, {e.normalised_key: e.id for e in entities.values()})
         # ``mark``: the claims write the candidates were read at (None: nothing to compare).
         # Claims written after it are compared in the write (``_caught_up``), where no other
