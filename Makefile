@@ -15,7 +15,7 @@ OIDC_OP        := tests/support/oidc_provider
 # itself is Debian's chromium (.ci/run installs it); Playwright never downloads one.
 BROWSER_JS     := tests/support/browser
 
-.PHONY: serve test test-fast install install-dev lint typecheck importlint pytest migrate docs clean
+.PHONY: serve test test-fast install install-dev lint typecheck importlint pytest migrate docs vendor-js clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -74,6 +74,11 @@ test-fast: install-dev
 
 docs: install-dev
 	$(BIN)/python scripts/sync_docs.py
+
+# The graph page's cytoscape.js, fetched from npm at the version and checksums the script pins
+# and committed under src/relata/web/static (docs/decisions/0043-graph-view.md).
+vendor-js:
+	sh scripts/vendor_cytoscape.sh
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

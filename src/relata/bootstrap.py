@@ -57,6 +57,8 @@ from relata.embeddings.status import ModelStatusService
 from relata.entities.deterministic import DeterministicExtractor
 from relata.entities.service import EntityService
 from relata.entities.stage import EntityStage
+from relata.exchange.service import ExchangeService
+from relata.graph.service import GraphService
 from relata.ingest.admission import Admission
 from relata.ingest.catalog import ItemCatalog
 from relata.ingest.originals import OriginalStore
@@ -88,6 +90,7 @@ from relata.storage.sql.deployment_keys import shared_key
 from relata.storage.sql.disagreements import SqlDisagreementRepository
 from relata.storage.sql.engine import Database
 from relata.storage.sql.entities import SqlEntityRepository
+from relata.storage.sql.graph import SqlGraphReader
 from relata.storage.sql.identities import SqlFederatedIdentities
 from relata.storage.sql.invitations import SqlInvitationRepository
 from relata.storage.sql.item_versions import SqlItemVersionRepository
@@ -206,8 +209,12 @@ class Container:
     tokens: TokenService
     members: MemberService
     invitations: InvitationService
+    # The graph view: entities and items, relationships and mentions, bounded.
+    graph: GraphService
     # What administrators do (the CLI's users/workspaces commands and the web's /admin).
     admin: AdministrationService
+    # Export of a workspace's knowledge, and import of an export (relata.exchange).
+    exchange: ExchangeService
     # Federated sign-in (OpenID Connect); None when RELATA_OIDC_ISSUER is empty.
     oidc: OidcService | None = None
     extras: dict[str, Any] = field(default_factory=dict)
@@ -424,7 +431,16 @@ def build(
         invitations=InvitationService(
             repos.invitations, repos.workspaces, repos.users, clock, audit=audit
         ),
+        graph=GraphService(SqlGraphReader(db)),
         admin=AdministrationService(accounts, members, workspaces, audit=audit),
+        exchange=ExchangeService(
+            db,
+            workspaces,
+            OriginalStore(settings.data_path),
+            clock,
+            audit=audit,
+            max_upload_bytes=settings.max_upload_bytes,
+        ),
         oidc=_build_oidc(settings, clock, db, accounts, audit),
     )
 

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -17,10 +18,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from relata.bootstrap import Container
-from relata.domain.errors import MissingWorkspace, ValidationError
+from relata.domain.errors import MissingWorkspace, NotFound, ValidationError
 from relata.domain.models import Chunk, Item, SourceType, Workspace
 from relata.ids import chunk_id, content_hash, new_id
-from relata.storage.sql import migrate
+from relata.storage.sql import migrate, workspace_fts
 from relata.storage.sql.accounts import SqlWorkspaceRepository
 from relata.storage.sql.chunks import SqlChunkRepository
 from relata.storage.sql.engine import Database
@@ -337,17 +338,37 @@ def test_index_follows_text_title_chunk_updates_and_deletes(store: Store) -> Non
     new = store.set_chunks(item, ["revised", "phrasing"])
     assert s.search_chunks(store.a, "original", limit=5) == []
     assert [h.chunk_id for h in s.search_chunks(store.a, "phrasing", limit=5)] == [new[1].id]
+    # A soft delete takes the item and its chunks out; a restore puts them back.
+    store.items.mark_deleted(store.a, item.id)
+    assert s.search_items(store.a, "omega", limit=5) == []
+    assert s.search_chunks(store.a, "phrasing", limit=5) == []
+    _check_sqlite_index(store)
+    with store.db.write() as conn:  # no repository restores an item: raw SQL must be followed
+        conn.execute(items.update().where(items.c.id == item.id).values(deleted_at=None))
+    assert _ids(s.search_items(store.a, "omega", limit=5)) == [item.id]
+    assert [h.chunk_id for h in s.search_chunks(store.a, "phrasing", limit=5)] == [new[1].id]
+    _check_sqlite_index(store)
     # Deleting the item cascades to its chunks, and the triggers follow the cascade.
     store.items.delete(store.a, item.id)
     assert s.search_items(store.a, "omega revised", limit=5) == []
     assert s.search_chunks(store.a, "revised phrasing", limit=5) == []
-    if store.db.dialect == "sqlite":
-        with store.db.write() as conn:  # FTS5 checks the index against the tables
-            for table in ("items_fts", "chunks_fts"):
+    _check_sqlite_index(store)
+    store.search.rebuild()  # idempotent on both dialects
+    _check_sqlite_index(store)
+
+
+def _check_sqlite_index(store: Store) -> None:
+    """FTS5 checks each workspace's index pair against its rows (the views of its live
+    rows): an index told to delete values it does not hold fails here."""
+    if store.db.dialect != "sqlite":
+        return
+    with store.db.write() as conn:
+        for ws in (store.a, store.b):
+            n = workspace_fts.names(ws)
+            for table in (n.items, n.chunks):
                 conn.exec_driver_sql(
                     f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)"
                 )
-    store.search.rebuild()  # idempotent on both dialects
 
 
 def _alembic(db: Database) -> tuple[Config, sa.Connection]:
@@ -396,6 +417,8 @@ def test_migration_indexes_existing_rows_and_downgrades_cleanly(database_url: st
             )
         seeded.set_chunks(before, [text])
         migrate.upgrade(db)
+        if db.dialect == "sqlite":  # the shared index of 0002 is gone at the head
+            assert not {"items_fts", "chunks_fts"} & set(sa.inspect(db.engine).get_table_names())
         assert _ids(seeded.search.search_items(ws.id, "ribosome", limit=5)) == [before.id]
         assert [h.item_id for h in seeded.search.search_chunks(ws.id, "rna", limit=5)] == [
             before.id
@@ -405,7 +428,7 @@ def test_migration_indexes_existing_rows_and_downgrades_cleanly(database_url: st
             command.downgrade(cfg, "0001")
             conn.commit()
         names = set(sa.inspect(db.engine).get_table_names())
-        assert not {"items_fts", "chunks_fts"} & names
+        assert not any("fts" in name for name in names), names
         columns = {c["name"] for c in sa.inspect(db.engine).get_columns("items")}
         assert "search_vector" not in columns
         migrate.upgrade(db)  # and back up again, re-indexing what is there
@@ -428,17 +451,12 @@ def test_container_exposes_text_search(container: Container) -> None:
     assert _ids(container.text_search.search_items(ws.id, "wiring", limit=5)) == [item.id]
 
 
-# A point lookup: a row by rowid or primary key, an item by workspace + id in the covering
-# index ix_items_search_filter.
-_POINT = re.compile(r"\((rowid|id)=\?\)$|\(workspace_id=\? AND id=\?( AND deleted_at=\?)?\)$")
-_BY_WORKSPACE = re.compile(r"^SEARCH (items|chunks) USING (COVERING )?INDEX \w+ \(workspace_id=\?")
-
-
-def test_sqlite_plans_are_driven_by_the_index_and_the_workspace(tmp_path: Path) -> None:
-    """Guards the query shapes (see _Bm25Leg): a term's postings are one seek in the FTS5
-    vocabulary and nothing else; the workspace's sizes come from its own index range with
-    point lookups; the highlighter makes one pass over the MATCH, the page's rowids being
-    checked by SQLite (handed to FTS5 they would re-run the MATCH once per rowid)."""
+def test_sqlite_plans_are_driven_by_the_workspace_index(tmp_path: Path) -> None:
+    """Guards the query shapes: every statement of a leg starts from one MATCH in the
+    workspace's own index (no other table is walked: the index holds the workspace's live
+    rows only), a filter's rows are point lookups by rowid, and the highlighter makes one
+    pass over the MATCH, the page's rowids being checked by SQLite (handed to FTS5 they
+    would re-run the MATCH once per rowid)."""
     db = Database.from_url(f"sqlite:///{tmp_path / 'plan.db'}")
     statements: list[str] = []
     try:
@@ -449,38 +467,30 @@ def test_sqlite_plans_are_driven_by_the_index_and_the_workspace(tmp_path: Path) 
         repos = (SqlItemRepository(db), SqlChunkRepository(db), build_text_search(db))
         store = Store(db, *repos, ws.id, ws.id)
         store.add(ws.id, "Light", "light matters", pieces=["light", "matters"])
-        # Some statements go to the DB-API cursor directly: trace them at the driver.
         db.engine.dispose()
         sa.event.listen(
             db.engine, "connect", lambda conn, _: conn.set_trace_callback(statements.append)
         )
         assert store.search.search_items(ws.id, "light", limit=5)
+        assert store.search.search_items(ws.id, "light", limit=5, source_type="text")
         assert store.search.search_chunks(ws.id, "light", limit=5, item_ids=["x", "y"]) == []
         assert store.search.search_chunks(ws.id, "light", limit=5)
-        kinds: dict[str, int] = {}
+        n = workspace_fts.names(ws.id)
+        index = f"(?:{n.items}|{n.chunks})"
+        matched = 0
         with db.read() as conn:
-            fts = [x for x in statements if x.startswith("SELECT") and "_fts" in x]
-            for sql in [x for x in fts if "sqlite_schema" not in x]:  # the tokenizer's option
+            for sql in [x for x in statements if x.startswith("SELECT") and "MATCH" in x]:
                 plan = [r[3] for r in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}")]
-                if "_instance" in sql:
-                    kind = "postings"
-                    assert re.match(r"SCAN temp\.relata_\w+_instance VIRTUAL TABLE", plan[0])
-                    assert not any(step.startswith(("SCAN", "SEARCH")) for step in plan[1:])
-                elif "_docsize" in sql:
-                    kind = "sizes"
-                    assert _BY_WORKSPACE.match(plan[0]), plan
-                    assert all(_POINT.search(x) for x in plan[1:]), plan
-                else:
-                    kind = "highlight"
+                assert re.fullmatch(rf"SCAN {index} VIRTUAL TABLE INDEX \d+:M\d+", plan[0]), plan
+                for step in plan[1:]:
                     assert re.fullmatch(
-                        r"SCAN (items|chunks)_fts VIRTUAL TABLE INDEX 0:M\d", plan[0]
-                    )
-                    assert len(plan) == 1, plan
-                kinds[kind] = kinds.get(kind, 0) + 1
-        # Three leg runs read postings; two found something to highlight. The sizes are read
-        # once per index: nothing was committed between the two chunk runs, so the second
-        # one uses what the connection remembered (test_text_search_sizes.py).
-        assert kinds == {"postings": 3, "sizes": 2, "highlight": 2}, kinds
+                        r"SEARCH (items|chunks) USING INTEGER PRIMARY KEY \(rowid=\?\)"
+                        r"|USE TEMP B-TREE FOR ORDER BY",
+                        step,
+                    ), plan
+                matched += 1
+        # Four ranked runs and three highlight passes (the filtered chunk run found nothing).
+        assert matched == 7, statements
     finally:
         db.dispose()
 
@@ -523,12 +533,12 @@ def test_sqlite_scores_are_fts5_bm25_over_a_lone_workspace(tmp_path: Path) -> No
             store.add(ws.id, f"{words[n % 7]} report {n}", body, pieces=[body, f"{body} {n}"])
         for query in ("enzyme", "protein membrane", "light signal water cell", "reports"):
             hits = store.search.search_items(ws.id, query, limit=100)
-            expected = _fts5_bm25(db, "items_fts", ", 2.0, 1.0", query)
+            expected = _fts5_bm25(db, workspace_fts.names(ws.id).items, ", 2.0, 1.0", query)
             assert len(hits) == len(expected) > 0
             for rowid, hit in zip(_rowids(db, "items", _ids(hits)), hits, strict=True):
                 assert hit.score == pytest.approx(expected[rowid], rel=1e-12, abs=1e-15)
             chunk_hits = store.search.search_chunks(ws.id, query, limit=200)
-            expected = _fts5_bm25(db, "chunks_fts", "", query)
+            expected = _fts5_bm25(db, workspace_fts.names(ws.id).chunks, "", query)
             assert len(chunk_hits) == len(expected)
             assert chunk_hits or query == "reports"  # a word of the titles only
             for rowid, ch in zip(_rowids(db, "chunks", _ids(chunk_hits)), chunk_hits, strict=True):
@@ -559,7 +569,7 @@ def test_sqlite_a_term_the_index_splits_is_matched_as_a_phrase(tmp_path: Path) -
         hits = store.search.search_items(ws.id, query, limit=5)
         assert _ids(hits) == [phrase.id]
         assert hits[0].matched_terms == ("xylem phloem",)  # FTS5 marks the phrase whole
-        expected = _fts5_bm25(db, "items_fts", ", 2.0, 1.0", query)
+        expected = _fts5_bm25(db, workspace_fts.names(ws.id).items, ", 2.0, 1.0", query)
         assert hits[0].score == pytest.approx(next(iter(expected.values())), rel=1e-12)
         chunk_hits = store.search.search_chunks(ws.id, query, limit=5)
         assert [h.item_id for h in chunk_hits] == [phrase.id]
@@ -677,3 +687,168 @@ def test_items_sharing_terms_take_words_not_syntax_and_check_their_arguments(
         store.search.items_sharing_terms(store.a, ["intro"], limit=0)
     with pytest.raises(ValidationError):
         store.search.items_sharing_terms(store.a, ["intro"], limit=5, max_items_per_term=0)
+
+
+def _scores(store: Store, ws: str, query: str) -> tuple[list[float], list[float]]:
+    return (
+        [h.score for h in store.search.search_items(ws, query, limit=100)],
+        [h.score for h in store.search.search_chunks(ws, query, limit=100)],
+    )
+
+
+def test_same_documents_score_per_workspace_as_alone_and_after_a_workspace_delete(
+    store: Store,
+) -> None:
+    """Issue 30: the same documents in two workspaces of different sizes rank and score as
+    each would alone. B is filled first (the shared documents and many more holding the same
+    words) and scored alone; A then gets only the shared documents. B's scores do not move
+    when A arrives; A's differ from B's (another corpus: its own statistics); and once B is
+    deleted, with its index pair, A's scores are exactly what they were beside B."""
+    shared = [
+        ("Yeast", "Yeast ferments sugar; zymurgy studies yeast."),
+        ("Leaves", "Leaves turn light into sugar."),
+        ("Harbour", "Boats in the harbour, no sugar at all."),
+    ]
+    queries = ["zymurgy", "sugar yeast", "light boats harbour"]
+    for title, text in shared:
+        store.add(store.b, title, text)
+    for n in range(30):
+        store.add(store.b, f"Brew {n}", f"zymurgy and sugar, batch {n}" + " yeast" * (n % 4))
+    b_alone = {q: _scores(store, store.b, q) for q in queries}
+    for title, text in shared:
+        store.add(store.a, title, text)
+    a_beside_b = {q: _scores(store, store.a, q) for q in queries}
+    assert {q: _scores(store, store.b, q) for q in queries} == b_alone
+    assert a_beside_b != {q: b_alone[q] for q in queries}  # a different corpus, other scores
+    SqlWorkspaceRepository(store.db).delete(store.b)
+    assert {q: _scores(store, store.a, q) for q in queries} == a_beside_b
+    assert store.search.search_items(store.b, "zymurgy", limit=5) == []
+    if store.db.dialect == "sqlite":
+        b = workspace_fts.names(store.b)
+        with store.db.read() as conn:
+            left = conn.exec_driver_sql(
+                "SELECT name FROM sqlite_schema WHERE name LIKE ? OR name LIKE ?",
+                (f"{b.items}%", f"{b.chunks}%"),
+            ).all()
+        assert left == []
+        with store.db.write() as conn:
+            a = workspace_fts.names(store.a)
+            for table in (a.items, a.chunks):
+                conn.exec_driver_sql(
+                    f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)"
+                )
+
+
+def test_deleting_a_missing_workspace_is_not_found(store: Store) -> None:
+    with pytest.raises(NotFound):
+        SqlWorkspaceRepository(store.db).delete(new_id())
+
+
+def _fts_schema(db: Database, workspace_id: str) -> list[tuple[str, str, str]]:
+    n = workspace_fts.names(workspace_id)
+    with db.read() as conn:
+        rows = conn.exec_driver_sql(
+            "SELECT type, name, sql FROM sqlite_schema WHERE name LIKE ? OR name LIKE ? "
+            "ORDER BY name",
+            (f"{n.items}%", f"{n.chunks}%"),
+        ).all()
+    return [(t, name, " ".join((sql or "").split())) for t, name, sql in rows]
+
+
+def test_sqlite_migration_0016_gives_each_workspace_its_index_pair(tmp_path: Path) -> None:
+    """Revision 0016 on a database of revision 0015: each workspace (a UUID id and any other
+    id) gets the objects a new workspace gets, back-filled with its live rows only; the
+    shared index of 0002 is gone; the downgrade brings it back, re-indexed."""
+    db = Database.from_url(f"sqlite:///{tmp_path / 'm.db'}")
+    try:
+        migrate.upgrade(db, "0015")
+        ids = [new_id(), "legacy-'ws' 1"]
+        with db.write() as conn:  # not through the repository: that would create the pair
+            for k, ws in enumerate(ids):
+                conn.exec_driver_sql(
+                    "INSERT INTO workspaces (id, slug, name, created_at) VALUES (?, ?, ?, ?)",
+                    (ws, f"w{k}", f"W{k}", NOW.isoformat()),
+                )
+        store = Store(
+            db, SqlItemRepository(db), SqlChunkRepository(db), build_text_search(db), *ids
+        )
+        live = {ws: store.add(ws, "Ribosome", "Ribosomes translate RNA.") for ws in ids}
+        gone = store.add(ids[0], "Ribosome gone", "Ribosomes, deleted.")
+        store.items.mark_deleted(ids[0], gone.id)
+        migrate.upgrade(db)
+        assert not {"items_fts", "chunks_fts"} & set(sa.inspect(db.engine).get_table_names())
+        for ws in ids:
+            assert _ids(store.search.search_items(ws, "ribosome", limit=5)) == [live[ws].id]
+            chunk_hits = store.search.search_chunks(ws, "ribosomes", limit=5)
+            assert [h.item_id for h in chunk_hits] == [live[ws].id]
+        _check_sqlite_index(store)
+        migrated = {ws: _fts_schema(db, ws) for ws in ids}
+        assert all(len(objects) > 10 for objects in migrated.values())
+        with db.write() as conn:  # what a new workspace gets is what the revision made
+            for ws in ids:
+                workspace_fts.drop(conn, ws)
+                assert _fts_schema_in(conn, ws) == []
+                workspace_fts.create(conn, ws, backfill=True)
+        assert {ws: _fts_schema(db, ws) for ws in ids} == migrated
+        _check_sqlite_index(store)
+        cfg, conn = _alembic(db)
+        with conn:
+            command.downgrade(cfg, "0015")
+            conn.commit()
+        assert {ws: _fts_schema(db, ws) for ws in ids} == {ws: [] for ws in ids}
+        with db.read() as conn:
+            found = conn.exec_driver_sql(
+                "SELECT count(*) FROM items_fts WHERE items_fts MATCH 'ribosome'"
+            ).scalar()
+        assert found == 3  # 0002's index holds every row, deleted ones too
+    finally:
+        db.dispose()
+
+
+def _fts_schema_in(conn: sa.Connection, workspace_id: str) -> list[Any]:
+    n = workspace_fts.names(workspace_id)
+    return conn.exec_driver_sql(
+        "SELECT name FROM sqlite_schema WHERE name LIKE ? OR name LIKE ?",
+        (f"{n.items}%", f"{n.chunks}%"),
+    ).all()
+
+
+def test_sqlite_transfer_target_gets_each_workspace_index_pair(tmp_path: Path) -> None:
+    """``relata transfer`` into a SQLite file copies ``workspaces`` as plain rows: each
+    workspace's index pair must be created before its items arrive, so they are searchable
+    there and the index checks out against the rows."""
+    from relata.storage.vectors.sqlite_vec import SqliteVecStore
+    from relata.transfer.run import Side
+    from relata.transfer.run import transfer as run_transfer
+
+    source = Database.from_url(f"sqlite:///{tmp_path / 'source.db'}")
+    target = Database.from_url(f"sqlite:///{tmp_path / 'target.db'}")
+    try:
+        migrate.upgrade(source)
+        ws = SqlWorkspaceRepository(source).create(
+            Workspace(id=new_id(), slug="w", name="W", created_at=NOW)
+        )
+        repos = (SqlItemRepository(source), SqlChunkRepository(source))
+        seeded = Store(source, *repos, build_text_search(source), ws.id, ws.id)
+        kept = seeded.add(ws.id, "Harbour", "Boats moor in the harbour.")
+        gone = seeded.add(ws.id, "Harbour gone", "Boats, deleted.")
+        seeded.items.mark_deleted(ws.id, gone.id)
+        report = run_transfer(
+            Side(source, SqliteVecStore(source, 8), tmp_path / "s", "source"),
+            Side(target, SqliteVecStore(target, 8), tmp_path / "t", "target"),
+        )
+        assert report.ok
+        moved = Store(
+            target,
+            SqlItemRepository(target),
+            SqlChunkRepository(target),
+            build_text_search(target),
+            ws.id,
+            ws.id,
+        )
+        assert _ids(moved.search.search_items(ws.id, "boats", limit=5)) == [kept.id]
+        assert [h.item_id for h in moved.search.search_chunks(ws.id, "boats", limit=5)] == [kept.id]
+        _check_sqlite_index(moved)
+    finally:
+        source.dispose()
+        target.dispose()

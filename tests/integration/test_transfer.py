@@ -52,7 +52,7 @@ pytestmark = pytest.mark.postgres
 
 # Tables of a migrated SQLite file that are not the schema's own: derived indexes the
 # target rebuilds itself (FTS5, sqlite-vec), Alembic's version, SQLite's internals.
-DERIVED = ("items_fts", "chunks_fts", "vec_", "alembic_version", "sqlite_")
+DERIVED = ("fts_", "vec_", "alembic_version", "sqlite_")
 
 
 @pytest.fixture

@@ -135,6 +135,7 @@ PROBES: dict[str, Probe] = {
     "POST /api/v1/answers": P(viewer_may=True, body={"question": "What is {word}?"}),
     "GET /api/v1/entities": P(query={"q": "{subject}"}),
     "GET /api/v1/entities/{entity_id}": P(path={"entity_id": "entity"}),
+    "GET /api/v1/graph": P(query={"entity": "{entity}"}),
     "GET /api/v1/aliases": P(),
     "POST /api/v1/aliases/{alias_id}/decision": P(
         path={"alias_id": "alias"}, body={"status": "rejected"}

@@ -17,6 +17,11 @@ Routes (anything else is 404 with an error envelope):
 * ``GET  /api/tags``             Ollama model list  ``{"models": [{"name": ...}]}``
 * ``GET  /v1/models``            OpenAI model list  ``{"data": [{"id": ...}]}``
 
+A chat request with ``"stream": true`` is answered as an OpenAI-compatible event stream: the
+content in ``stream_piece``-character deltas (``chat.completion.chunk`` events), then
+``data: [DONE]``; ``Reply(pause=...)`` (else ``stream_pause``) waits that long before each
+event, ``Reply(cut_after=n)`` ends the stream after ``n`` events without ``[DONE]``.
+
 Vectors are deterministic per text (``fake_vector``), so a test can check order and pairing.
 Chat content is ``chat_content`` (a string, or a function of the request JSON).
 
@@ -73,6 +78,8 @@ class Reply:
     chunked: bool = False
     delay: float = 0.0
     trickle: float = 0.0
+    pause: float = 0.0
+    cut_after: int | None = None
 
     @classmethod
     def error(cls, status: int, message: str = "provider error", **kw: Any) -> Reply:
@@ -111,8 +118,12 @@ class FakeProvider:
         models: tuple[str, ...] = ("fake-embed", "fake-chat"),
         chat_content: str | Callable[[Any], str] = "ok",
         api_key: str = "",
+        stream_piece: int = 5,
+        stream_pause: float = 0.0,
     ) -> None:
         self.dimensions = dimensions
+        self.stream_piece = stream_piece
+        self.stream_pause = stream_pause
         self.models = models
         self.chat_content = chat_content
         self.api_key = api_key
@@ -272,6 +283,11 @@ def _make_handler(fake: FakeProvider) -> type[BaseHTTPRequestHandler]:
             reply = fake._next_reply(path) or Reply()
             if reply.delay and fake._closing.wait(reply.delay):
                 return
+            streamed = isinstance(doc, dict) and doc.get("stream") is True
+            plain = reply.body is None and reply.json is None and reply.status == 200
+            if streamed and path == "/v1/chat/completions" and plain and self._authorised(headers):
+                self._send_stream(fake._content(doc), doc, reply)
+                return
             status, body = self._body(method, path, doc, headers, reply)
             self._send(status, reply, body)
 
@@ -297,6 +313,40 @@ def _make_handler(fake: FakeProvider) -> type[BaseHTTPRequestHandler]:
                 # Still valid JSON: the padding is whitespace after the document.
                 payload += b" " * (reply.pad_to - len(payload))
             return status, payload
+
+        def _authorised(self, headers: dict[str, str]) -> bool:
+            return not fake.api_key or headers.get("authorization") == f"Bearer {fake.api_key}"
+
+        def _send_stream(self, content: str, doc: dict[str, Any], reply: Reply) -> None:
+            n = max(1, fake.stream_piece)
+            events = [
+                {
+                    "id": "chatcmpl-fake",
+                    "object": "chat.completion.chunk",
+                    "model": doc.get("model"),
+                    "choices": [{"index": 0, "delta": {"content": content[i : i + n]}}],
+                }
+                for i in range(0, len(content), n)
+            ]
+            frames = [f"data: {json.dumps(e)}\n\n".encode() for e in events]
+            if reply.cut_after is not None:
+                frames = frames[: reply.cut_after]
+            else:
+                frames.append(b"data: [DONE]\n\n")
+            try:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                pause = reply.pause or fake.stream_pause
+                for piece in frames:
+                    if pause and fake._closing.wait(pause):
+                        return
+                    self.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
+                    self.wfile.flush()
+                self.wfile.write(b"0\r\n\r\n")
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client stopped listening
 
         def _send(self, status: int, reply: Reply, payload: bytes) -> None:
             try:

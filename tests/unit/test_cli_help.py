@@ -44,14 +44,20 @@ def test_every_command_has_a_description_and_every_option_a_help(name: str) -> N
         assert action.help, f"`relata {name}` {action.option_strings or action.dest} has no help"
 
 
+def _workspace_option(parser: argparse.ArgumentParser) -> argparse.Action | None:
+    return next((a for a in parser._actions if "--workspace" in a.option_strings), None)
+
+
 def test_workspace_is_described_the_same_way_everywhere() -> None:
-    helps = {
-        name: next(a.help for a in p._actions if "--workspace" in a.option_strings)
-        for name, p in COMMANDS.items()
-        if any("--workspace" in a.option_strings for a in p._actions)
-    }
+    """The same words wherever ``--workspace`` picks a workspace to use (default: the
+    configured one); ``relata import`` requires it, naming the workspace to create."""
+    options = {name: _workspace_option(p) for name, p in COMMANDS.items()}
+    helps = {name: a.help for name, a in options.items() if a is not None and not a.required}
     assert {"search", "ask", "ingest", "items", "item", "delete", "jobs", "reembed"} <= set(helps)
+    assert {"export"} <= set(helps)
     assert len(set(helps.values())) == 1, helps
+    required = {name for name, a in options.items() if a is not None and a.required}
+    assert required == {"import"}
 
 
 @pytest.mark.parametrize(

@@ -61,6 +61,8 @@ def test_what_is_disputed(facet: str, reason: str, topic: str) -> None:
 def test_topic_labels_and_keys() -> None:
     assert topic_label("date:began_operating") == "when it began operating"
     assert topic_label("quantity:day") == "a quantity in day"
+    assert topic_label("date:repeat") == "a date changed in a repeated sentence"
+    assert topic_label("quantity:repeat") == "a number changed in a repeated sentence"
     assert topic_label("polarity:pair:x") == "polarity"
     assert disagreement_key("a", "date:x") != disagreement_key("a", "date:y")
 

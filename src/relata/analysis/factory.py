@@ -32,6 +32,7 @@ def build_analysis(
             model=settings.ai_model,
             api_key=settings.openai_api_key,
             timeout=settings.ai_timeout,
+            stream_idle_timeout=settings.ai_stream_idle_timeout,
         )
     elif provider == "ollama":
         analyser = OllamaAnalyser(

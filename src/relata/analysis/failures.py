@@ -50,6 +50,15 @@ def provider_failure(exc: RelataError) -> RelataError:
         return ModelProviderUnavailable(
             f"the language model provider could not be reached {tries}: {last}"
         )
+    if isinstance(exc, StatusError):  # a stream's failure: streams are not retried
+        if exc.status in _OVERLOADED_STATUSES:
+            return ModelProviderUnavailable(
+                f"the language model provider is overloaded (HTTP {exc.status}); try again later",
+                retry_after=_seconds(exc.retry_after),
+            )
+        return ModelProviderFailed(f"the language model provider failed: {exc}")
+    if isinstance(exc, MalformedResponse):
+        return ModelProviderFailed(f"the language model provider failed: {exc}")
     if isinstance(exc, Unavailable):
         return ModelProviderUnavailable(
             f"the language model provider is unavailable: {exc.message}",

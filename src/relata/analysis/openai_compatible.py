@@ -12,12 +12,19 @@ Retries follow ``relata.providers.retry``: transport failures, 429, 5xx and a ma
 envelope are retried a bounded number of times; other 4xx, redirects and oversized responses
 are permanent. One deliberate difference from that document (ADR 0007): content that fails
 decoding is NOT retried here; it is returned raw and rejected, once and counted, by the task.
+
+``stream`` (the optional ``StreamingAnalyser`` port, docs/decisions/0042-streaming-answers.md)
+sends the same body with ``"stream": true`` and yields each chunk's ``choices[0].delta.content``
+as it arrives, through ``relata.providers.stream`` (same rules, plus the idle timeout
+``RELATA_AI_STREAM_IDLE_TIMEOUT``), until ``data: [DONE]``. A stream is not retried; an
+``error`` object in the stream is a ``Permanent`` failure with the provider's message.
 """
 
 from __future__ import annotations
 
+import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from relata.analysis.chat import (
@@ -31,11 +38,16 @@ from relata.analysis.chat import (
     wire_messages,
 )
 from relata.domain.cancel import Cancel
+from relata.domain.errors import Permanent
 from relata.domain.ports import CompletionRequest, CompletionResponse, ProviderHealth
-from relata.providers import http
+from relata.providers import http, stream
 from relata.providers.retry import MalformedResponse, RetryPolicy, do
 
 OP = "chat_completions"
+STREAM_OP = "chat_completions_stream"
+DEFAULT_IDLE_TIMEOUT = 30.0
+#: A provider sends one event per token or so: a bound on a runaway stream's work.
+MAX_STREAM_EVENTS = 100_000
 
 
 class OpenAICompatibleAnalyser:
@@ -51,6 +63,7 @@ class OpenAICompatibleAnalyser:
         retry: RetryPolicy | None = None,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         sleep: Callable[[Cancel, float], bool] | None = None,
+        stream_idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
     ) -> None:
         self._base = check_base_url(base_url, "RELATA_OPENAI_BASE_URL")
         self._url = self._base + "/chat/completions"
@@ -59,6 +72,9 @@ class OpenAICompatibleAnalyser:
         self._retry = retry or RetryPolicy()
         self._max_bytes = max_response_bytes
         self._sleep = sleep
+        if stream_idle_timeout <= 0:
+            raise ValueError("stream_idle_timeout must be positive")
+        self._idle = stream_idle_timeout
         self._client = http.make_client(timeout)
 
     @property
@@ -75,6 +91,51 @@ class OpenAICompatibleAnalyser:
         return headers
 
     def complete(self, request: CompletionRequest, cancel: Cancel) -> CompletionResponse:
+        model, body = self._body(request)
+
+        def attempt(_: int) -> CompletionResponse:
+            doc = http.post_json(
+                self._client,
+                self._url,
+                body,
+                op=OP,
+                headers=self._headers(),
+                max_bytes=self._max_bytes,
+                cancel=cancel,
+                secrets=(self._key,),
+            )
+            return _parse(doc, model)
+
+        return do(attempt, self._retry, cancel, sleep=self._sleep)
+
+    def stream(self, request: CompletionRequest, cancel: Cancel) -> Iterator[str]:
+        """The content as the model writes it (see the module docstring)."""
+        _, body = self._body(request)
+        events = stream.post_sse(
+            self._client,
+            self._url,
+            {**body, "stream": True},
+            op=STREAM_OP,
+            headers=self._headers(),
+            max_bytes=self._max_bytes,
+            idle_timeout=self._idle,
+            cancel=cancel,
+            secrets=(self._key,),
+        )
+        try:
+            for n, event in enumerate(events):
+                if n >= MAX_STREAM_EVENTS:
+                    raise MalformedResponse(f"{STREAM_OP}: more than {MAX_STREAM_EVENTS} events")
+                if event.data.strip() == "[DONE]":
+                    return
+                piece = chunk_content(event.data, self._key)
+                if piece:
+                    yield piece
+        finally:
+            events.close()
+        raise MalformedResponse(f"{STREAM_OP}: the stream ended without [DONE]")
+
+    def _body(self, request: CompletionRequest) -> tuple[str, dict[str, Any]]:
         check_request(request)
         model = (request.model or "").strip() or self._model
         body: dict[str, Any] = {
@@ -92,21 +153,7 @@ class OpenAICompatibleAnalyser:
                     "schema": request.schema,
                 },
             }
-
-        def attempt(_: int) -> CompletionResponse:
-            doc = http.post_json(
-                self._client,
-                self._url,
-                body,
-                op=OP,
-                headers=self._headers(),
-                max_bytes=self._max_bytes,
-                cancel=cancel,
-                secrets=(self._key,),
-            )
-            return _parse(doc, model)
-
-        return do(attempt, self._retry, cancel, sleep=self._sleep)
+        return model, body
 
     def health(self, cancel: Cancel) -> ProviderHealth:
         """``GET <base>/models``; never raises."""
@@ -148,3 +195,34 @@ def _parse(raw: Any, requested_model: str) -> CompletionResponse:
         model=model if isinstance(model, str) and model.strip() else requested_model,
         usage=tokens,
     )
+
+
+def chunk_content(data: str, key: str) -> str:
+    """One stream chunk's new content (``choices[0].delta.content``; "" when it has none)."""
+    try:
+        doc = json.loads(data)
+    except ValueError as exc:
+        raise MalformedResponse(f"{STREAM_OP}: an event is not JSON") from exc
+    doc = as_object(doc, STREAM_OP)
+    error = doc.get("error")
+    if error is not None:
+        message = error.get("message") if isinstance(error, dict) else error
+        text = " ".join(str(message).split())[:300]
+        raise Permanent(http.redact(f"{STREAM_OP}: the provider reported: {text}", (key,)))
+    choices = doc.get("choices")
+    if not isinstance(choices, list):
+        raise MalformedResponse(f"{STREAM_OP}: an event has no choices")
+    if not choices:
+        return ""  # a usage-only chunk
+    first = choices[0]
+    delta = first.get("delta") if isinstance(first, dict) else None
+    if delta is None:
+        return ""
+    if not isinstance(delta, dict):
+        raise MalformedResponse(f"{STREAM_OP}: choices[0].delta is not an object")
+    content = delta.get("content")
+    if content is None:
+        return ""
+    if not isinstance(content, str):
+        raise MalformedResponse(f"{STREAM_OP}: choices[0].delta.content is not text")
+    return content

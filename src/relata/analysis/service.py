@@ -9,6 +9,10 @@ validation is counted on ``relata_model_invalid_output_total{task,reason}`` and 
 permanent ``InvalidModelOutput``; it is never retried. Transport failures propagate as the
 provider raised them (already retried, bounded, by the adapter).
 
+``stream_answer`` is ``answer`` with the text handed over as the model writes it, when the
+analyser is a ``StreamingAnalyser`` (docs/decisions/0042-streaming-answers.md): same slot,
+same metrics, the joined reply judged exactly as a whole one.
+
 Logs carry the task, provider, model, outcome and timings, never messages or content.
 """
 
@@ -17,7 +21,8 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from relata.analysis.answer import (
@@ -27,6 +32,7 @@ from relata.analysis.answer import (
     build_answer_prompt,
     judge_answer,
 )
+from relata.analysis.answer_stream import AnswerFieldReader, MarkerHold
 from relata.analysis.claim_task import (
     CLAIM_TASK,
     JUDGE_TASK,
@@ -63,8 +69,10 @@ from relata.domain.ports import (
     HealthChecker,
     Message,
     ProviderHealth,
+    StreamingAnalyser,
 )
 from relata.observability.metrics import Metrics
+from relata.providers.retry import MalformedResponse, StatusError
 
 log = logging.getLogger(__name__)
 
@@ -120,22 +128,39 @@ class AnalysisService:
     ) -> CompletionResponse:
         """One model call for ``task`` through the shared AI-call limit; content unparsed."""
         analyser = self._require()
-        request = CompletionRequest(
+        request = self._request(task, messages)
+        with self._call(task, analyser, cancel):
+            response = analyser.complete(request, cancel)
+        if response.usage is not None and self._metrics is not None:
+            self._metrics.model_tokens.labels(self._provider, task.name, "prompt").inc(
+                response.usage.prompt_tokens
+            )
+            self._metrics.model_tokens.labels(self._provider, task.name, "completion").inc(
+                response.usage.completion_tokens
+            )
+        return response
+
+    def _request(self, task: TaskSpec, messages: Sequence[Message]) -> CompletionRequest:
+        return CompletionRequest(
             messages=tuple(messages),
             schema=dict(task.schema),
             schema_name=task.schema_name,
             max_tokens=self._max_tokens,
             temperature=task.temperature,
         )
+
+    @contextmanager
+    def _call(self, task: TaskSpec, analyser: Analyser, cancel: Cancel) -> Iterator[None]:
+        """A slot of the shared limit for one model call, timed, counted and logged."""
         queued = time.monotonic()
         with self._limiter.slot(LIMITER_KIND, cancel):
             waited = time.monotonic() - queued
             start = time.monotonic()
             outcome = "error"
             try:
-                response = analyser.complete(request, cancel)
+                yield
                 outcome = "ok"
-            except Cancelled:
+            except (Cancelled, GeneratorExit):
                 outcome = "cancelled"
                 raise
             finally:
@@ -154,14 +179,6 @@ class AnalysisService:
                         }
                     },
                 )
-        if response.usage is not None and self._metrics is not None:
-            self._metrics.model_tokens.labels(self._provider, task.name, "prompt").inc(
-                response.usage.prompt_tokens
-            )
-            self._metrics.model_tokens.labels(self._provider, task.name, "completion").inc(
-                response.usage.completion_tokens
-            )
-        return response
 
     def run(self, task: TaskSpec, messages: Sequence[Message], cancel: Cancel) -> dict[str, Any]:
         """Call the model and strictly decode its content; invalid output is counted, raised."""
@@ -297,6 +314,54 @@ class AnalysisService:
         except (Unavailable, Permanent) as exc:
             raise provider_failure(exc) from exc
         return self.judge(response.content, [e.ref_id for e in items])
+
+    @property
+    def streams(self) -> bool:
+        """Whether the model hands over its reply as it writes it (``StreamingAnalyser``)."""
+        return isinstance(self._analyser, StreamingAnalyser)
+
+    def stream_answer(
+        self,
+        question: str,
+        excerpts: Sequence[Excerpt | tuple[str, str, str]],
+        cancel: Cancel,
+    ) -> Iterator[str | AnswerResult]:
+        """``answer``, streamed: the answer's text as the model writes it, citation markers
+        held back (``relata.analysis.answer_stream``), then the judged ``AnswerResult`` last.
+        A model that cannot stream gives the ``AnswerResult`` alone. Raises like ``answer``;
+        closing the iterator stops the model's stream and frees the call's slot."""
+        analyser = self._require()
+        items = [e if isinstance(e, Excerpt) else Excerpt(*e) for e in excerpts]
+        refs = [e.ref_id for e in items]
+        if not isinstance(analyser, StreamingAnalyser):
+            yield self.answer(question, items, cancel)
+            return
+        request = self._request(ANSWER_TASK, build_answer_prompt(question, items))
+        reader, hold = AnswerFieldReader(), MarkerHold(refs)
+        raw: list[str] = []
+        shown = 0
+        try:
+            with self._call(ANSWER_TASK, analyser, cancel):
+                pieces = analyser.stream(request, cancel)
+                try:
+                    for piece in pieces:
+                        raw.append(piece)
+                        text = hold.feed(reader.feed(piece))
+                        # The judged answer is bounded; so is what is shown before it.
+                        text = text[: max(0, ANSWER_TASK.max_output_bytes - shown)]
+                        if text:
+                            shown += len(text)
+                            yield text
+                finally:
+                    close = getattr(pieces, "close", None)
+                    if callable(close):
+                        close()
+        except (Unavailable, Permanent, StatusError, MalformedResponse) as exc:
+            raise provider_failure(exc) from exc
+        tail = hold.flush()
+        if tail and shown < ANSWER_TASK.max_output_bytes:
+            yield tail
+        yield self.judge("".join(raw), refs)
 
     def judge(self, raw_content: str, supplied_refs: Collection[str]) -> AnswerResult:
         """``resolve_answer`` plus the metrics: rejections and dropped citations are counted."""

@@ -26,14 +26,16 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict, defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from relata.analysis.service import AnalysisService
 from relata.claims.assisted import CandidatePairs, ModelPass
+from relata.claims.changed import Keyed, changes, keyed_claims
 from relata.claims.contradict import DETECTOR_VERSION, MAX_GROUP, Contradiction, compare
 from relata.claims.extract import EXTRACTOR_VERSION, ClaimDraft, Subject, extract_claims
 from relata.claims.facets import Facets, extract_facets, facets_from_record, facets_record
+from relata.claims.repeats import REPEAT_SUBJECT_PREFIX, REPEAT_VERSION, repeat_of
 from relata.domain.cancel import Cancel
 from relata.domain.models import Claim, ClaimSide, FoundContradiction
 from relata.domain.ports import (
@@ -209,6 +211,7 @@ class ClaimStage:
         versions = {
             "claim_extractor": EXTRACTOR_VERSION,
             "contradiction_detector": DETECTOR_VERSION,
+            "repeat_key": REPEAT_VERSION,
         }
         analysis = self._enabled_analysis
         if analysis is not None and analysis.model_id:
@@ -241,6 +244,18 @@ class ClaimStage:
         pairs = CandidatePairs() if model is not None else None
         if model is not None:
             drafts = [*drafts, *model.claims(item_id, text, chunks, mentions, drafts)]
+        # Every repeatable sentence gets a claim with its repeat key (ADR 39): the sentence's
+        # claim about an entity, else a statement claim under its ``~r:`` key.
+        keyed = keyed_claims(item_id, text, drafts, chunks)
+        repeat_keys = {k.draft.dedupe_key: k.repeat.key for k in keyed}
+        # A sentence written twice in one item (a repeated boilerplate line) is one claim.
+        own = {d.dedupe_key for d in drafts}
+        statements: list[ClaimDraft] = []
+        for k in keyed:
+            if k.draft.dedupe_key not in own:
+                own.add(k.draft.dedupe_key)
+                statements.append(k.draft)
+        drafts = [*drafts, *statements]
         canonical = self._canonical(ws, {e.normalised_key: e.id for e in entities.values()})
         # ``mark``: the claims write the candidates were read at (None: nothing to compare).
         # Claims written after it are compared in the write (``_caught_up``), where no other
@@ -248,6 +263,13 @@ class ClaimStage:
         found, mark, subjects = self._contradictions(ws, item_id, drafts, canonical, pairs)
         if model is not None and pairs is not None:
             found = _with_judgements(found, model.judge(pairs))
+        keys = sorted({k.repeat.key for k in keyed})
+        repeat_mark, stored = (
+            self._claims.repeats(ws, keys, exclude_item=item_id, limit=MAX_CANDIDATES)
+            if keys
+            else (None, [])
+        )
+        changed = _changed(keyed, _keyed(stored), found)
         cancel.raise_if_cancelled()
         claims = [
             Claim(
@@ -269,6 +291,7 @@ class ClaimStage:
                 extractor_version=d.extractor_version,
                 facets=facets_summary(d),
                 comparable=facets_record(d.facets),
+                repeat_key=repeat_keys.get(d.dedupe_key),
             )
             for d in drafts
         ]
@@ -280,7 +303,17 @@ class ClaimStage:
                 if mark is not None
                 else []
             )
-            tx.record_contradictions(_caught_up(found, drafts, late, canonical))
+            late_repeats = (
+                tx.repeats_written_after(
+                    repeat_mark, keys, exclude_item=item_id, limit=MAX_CANDIDATES
+                )
+                if repeat_mark is not None
+                else []
+            )
+            facet_found = _caught_up(found, drafts, late, canonical)
+            tx.record_contradictions(
+                _with_changed(facet_found, changed, keyed, _keyed(late_repeats))
+            )
 
         return StageResult(
             write=write,
@@ -288,6 +321,7 @@ class ClaimStage:
             details={
                 "claims": len(claims),
                 "contradictions": len(found),
+                "changed_facts": len(changed),
                 **(model.details() if model is not None else {}),
             },
         )
@@ -346,6 +380,8 @@ def _grouped(
     group (other items' claims: ``MAX_GROUP``; the item's own are all compared)."""
     out: dict[str, list[ClaimDraft]] = defaultdict(list)
     for d in drafts:
+        if d.subject.key.startswith(REPEAT_SUBJECT_PREFIX):
+            continue  # a statement claim: compared only with its repeats (``_changed``)
         group = out[canonical.get(d.subject.key, d.subject.key)]
         if (cap is None or len(group) < cap) and d.facets.assertive:
             group.append(d)
@@ -406,5 +442,47 @@ def _with_judgements(
     out = {f.identity: f for f in found}
     for subject, c in judged:
         f = found_contradiction(c, subject)
+        out.setdefault(f.identity, f)
+    return sorted(out.values(), key=lambda f: -f.confidence)
+
+
+def _keyed(stored: Iterable[Claim]) -> list[Keyed]:
+    """Stored claims with their sentences' repeat keys, read again from the quotation (a
+    key of another version of the rules is left out)."""
+    out = []
+    for claim in stored:
+        repeat = repeat_of(claim.quotation or claim.statement)
+        if repeat is not None and repeat.key == claim.repeat_key:
+            out.append(Keyed(draft_of(claim), repeat))
+    return out
+
+
+def _changed(
+    mine: Sequence[Keyed], theirs: Sequence[Keyed], found: Sequence[FoundContradiction]
+) -> list[FoundContradiction]:
+    """The changed facts between the item's repeatable sentences and other items' (ADR 39),
+    less the pairs of claims the facet rules recorded already."""
+    known = [frozenset({f.first.claim_key, f.second.claim_key}) for f in found]
+    out = []
+    for subject, name, c in changes(mine, theirs, known):
+        out.append(replace(found_contradiction(c, subject), subject_name=name))
+    return out
+
+
+def _with_changed(
+    found: Sequence[FoundContradiction],
+    changed: Sequence[FoundContradiction],
+    mine: Sequence[Keyed],
+    late: Sequence[Keyed],
+) -> list[FoundContradiction]:
+    """The facet rules' contradictions and the changed facts, brought up to the claims
+    written since the stage read (as ``_caught_up``: an item that rewrote its claims
+    meanwhile is compared again with its current ones)."""
+    rewritten = {k.draft.item_id for k in late}
+    kept = [
+        f for f in changed if f.first.item_id not in rewritten and f.second.item_id not in rewritten
+    ]
+    out = {f.identity: f for f in found}
+    for f in [*kept, *_changed(mine, late, [*found, *kept])]:
         out.setdefault(f.identity, f)
     return sorted(out.values(), key=lambda f: -f.confidence)

@@ -5,6 +5,11 @@ they cite (supported with the supporting sentence, UNSUPPORTED naming the facet,
 why the answer is unavailable (no model configured, no matching source, a rejected reply),
 followed by every retrieved source. Exit code 0 in both cases; 1 when the model provider
 failed or the input is invalid.
+
+On a terminal (and without ``--json``) the answer is streamed (docs/decisions/
+0042-streaming-answers.md): its text is printed as the model writes it, without citation
+markers, then the checked answer as above; a streamed text the check rejects is said to be
+rejected. Piped or redirected, the output is exactly as before.
 """
 
 from __future__ import annotations
@@ -12,12 +17,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from relata.cli.common import add_workspace_option, clip_words, open_container, plural
 from relata.schemas.answers import to_out
-from relata.search.answers import DEFAULT_LIMIT, MAX_LIMIT, Answer
+from relata.search.answers import DEFAULT_LIMIT, MAX_LIMIT, Answer, Answered, TextWritten
 from relata.search.sentence_checks import SentenceCheck, SentenceVerdict, counts
+
+if TYPE_CHECKING:
+    from relata.bootstrap import Container
 
 _SNIPPET_CHARS = 200
 
@@ -47,12 +55,34 @@ def register(sub: Any) -> None:
 def _ask(args: argparse.Namespace) -> int:
     with open_container(log=False) as c:
         ws = c.workspaces.resolve(args.workspace)
+        if not args.json and sys.stdout.isatty():
+            print_answer(stream_answer(c, ws.id, args.question, args.limit, sys.stdout), sys.stdout)
+            return 0
         ans = c.answers.answer(ws.id, args.question, limit=args.limit)
     if args.json:
         print(json.dumps(to_out(ans).model_dump(mode="json"), ensure_ascii=False, indent=2))
     else:
         print_answer(ans, sys.stdout)
     return 0
+
+
+def stream_answer(
+    c: Container, workspace_id: str, question: str, limit: int, out: TextIO
+) -> Answer:
+    """Print the answer's text to ``out`` as it is written; the checked answer."""
+    written = False
+    for event in c.answers.stream(workspace_id, question, limit=limit):
+        if isinstance(event, TextWritten):
+            out.write(event.text)
+            out.flush()
+            written = written or bool(event.text.strip())
+        elif isinstance(event, Answered):
+            if written:
+                print("\n", file=out)
+                if event.answer.status != "ok":
+                    print("note: the text above was rejected by the checks", file=out)
+            return event.answer
+    raise RuntimeError("the answer stream ended without an answer")  # pragma: no cover
 
 
 def print_answer(ans: Answer, out: TextIO) -> None:

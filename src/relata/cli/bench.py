@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from relata.cli.benchmarks import (
+    conflicts,
     contradictions,
     embed,
     entities,
@@ -25,6 +26,7 @@ BENCHMARKS = (
     text_legs,
     entities,
     contradictions,
+    conflicts,
     relationships,
     load,
     serve,
@@ -44,7 +46,7 @@ def register(sub: Any) -> None:
         "bench",
         help=(
             "benchmarks: ingestion, embedding, retrieval, text legs, entities, contradictions, "
-            "relationships, load, serve, scale"
+            "conflicts, relationships, load, serve, scale"
         ),
         description=DESCRIPTION,
     )

@@ -28,6 +28,7 @@ from relata.cli import (
     claims,
     doctor,
     entities,
+    exchange,
     ingest,
     inspect,
     items,
@@ -55,7 +56,7 @@ _BENCH = Deferred(
     "bench",
     "relata.cli.bench",
     "benchmarks: ingestion, embedding, retrieval, text legs, entities, contradictions, "
-    "relationships, load, serve, scale",
+    "conflicts, relationships, load, serve, scale",
 )
 
 _MCP = Deferred("mcp", "relata.cli.mcp", "serve Relata's tools to an AI agent over MCP (stdio)")
@@ -82,6 +83,7 @@ _COMMANDS: tuple[ModuleType | Deferred, ...] = (
     admin,
     transfer,
     backup,
+    exchange,
 )
 
 

@@ -766,6 +766,15 @@ SETTINGS: tuple[Setting, ...] = (
         "Upper bound of one language-model HTTP request (all of it).",
     ),
     Setting(
+        "RELATA_AI_STREAM_IDLE_TIMEOUT",
+        "ai_stream_idle_timeout",
+        _float(0.1, 3600),
+        "30",
+        "seconds (0.1-3600)",
+        "A streamed answer fails when the model sends nothing for this long (the whole stream "
+        "is still bounded by RELATA_AI_TIMEOUT).",
+    ),
+    Setting(
         "RELATA_AI_MAX_TOKENS",
         "ai_max_tokens",
         _int(16, 32768),
@@ -907,6 +916,7 @@ class Settings:
     ai_provider: str = ""
     ai_model: str = ""
     ai_timeout: float = 120.0
+    ai_stream_idle_timeout: float = 30.0
     ai_max_tokens: int = 1024
     rrf_k: int = 60
     search_weight_text: float = 1.0

@@ -84,6 +84,8 @@ def topic_label(topic: str) -> str:
     facet, _, rest = topic.partition(":")
     if rest.startswith("pair:"):
         return facet
+    if rest == "repeat":  # a value changed in a repeated sentence (ADR 39)
+        return f"a {'date' if facet == 'date' else 'number'} changed in a repeated sentence"
     if facet == "date":
         return "when it " + rest.replace("_", " ")
     if facet == "quantity":

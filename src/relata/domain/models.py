@@ -339,6 +339,9 @@ class Claim:
     #: The facets exactly as the detector compares them (``claims.facets.facets_record``),
     #: so a stored claim is not read again; None: read them from the quotation.
     comparable: JSONDict | None = None
+    #: The key its sentence shares with its repeats, values masked
+    #: (``claims.repeats``, docs/decisions/0039); None: the sentence is not repeatable.
+    repeat_key: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

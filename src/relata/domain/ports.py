@@ -8,7 +8,7 @@ reported exactly like a missing one (``NotFound``).
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
@@ -88,6 +88,10 @@ class WorkspaceRepository(Protocol):
     def get_by_slug(self, slug: str) -> Workspace: ...
     def get(self, workspace_id: str) -> Workspace: ...
     def list(self) -> list[Workspace]: ...
+    def delete(self, workspace_id: str) -> None:
+        """Delete the workspace and everything its rows hold, in one transaction; NotFound
+        when there is none. Its vectors and originals are the caller's to remove."""
+        ...
 
 
 class UserRepository(Protocol):
@@ -358,6 +362,13 @@ class StageTransaction(Protocol):
         before them has not compared with, the most confident first, at most ``limit``."""
         ...
 
+    def repeats_written_after(
+        self, after: int, keys: Sequence[str], *, exclude_item: str, limit: int
+    ) -> list[Claim]:
+        """As ``claims_written_after``, for the claims whose sentences have one of the
+        repeat ``keys`` (``ClaimRepository.repeats``)."""
+        ...
+
     def record_contradictions(self, found: Sequence[FoundContradiction]) -> int:
         """Upsert contradictions on their identity: new ones open, decided ones kept, changed
         ones reopened with their history. How many are new or reopened."""
@@ -533,6 +544,13 @@ class ClaimRepository(Protocol):
         then ``list_by_subjects`` less the item's own, in one read: every claim of a write up
         to that number is among them (later ones may be too); the claims stage compares
         those written after it in its own write."""
+        ...
+
+    def repeats(
+        self, workspace_id: str, keys: Sequence[str], *, exclude_item: str, limit: int
+    ) -> tuple[int, builtins.list[Claim]]:
+        """As ``candidates``, for the claims of other live items whose sentences have one
+        of the repeat ``keys`` (the ``(workspace, repeat_key)`` index; docs/decisions/0039)."""
         ...
 
 
@@ -1044,3 +1062,22 @@ class Analyser(Protocol):
     def model_id(self) -> str: ...
 
     def complete(self, request: CompletionRequest, cancel: Cancel) -> CompletionResponse: ...
+
+
+@runtime_checkable
+class StreamingAnalyser(Protocol):
+    """Optional: an ``Analyser`` that can also hand over a completion's content as the model
+    writes it (docs/decisions/0042-streaming-answers.md).
+
+    ``stream`` yields the content in pieces, in order; joined, they are what ``complete``
+    would have returned, still unparsed. It keeps ``complete``'s rules (cancel, redirects,
+    size bound, no content logged) and adds an idle timeout between pieces; a stream is not
+    retried once it has started. Close the iterator to stop the model early.
+    """
+
+    @property
+    def model_id(self) -> str: ...
+
+    def complete(self, request: CompletionRequest, cancel: Cancel) -> CompletionResponse: ...
+
+    def stream(self, request: CompletionRequest, cancel: Cancel) -> Iterator[str]: ...

@@ -162,6 +162,17 @@ class AuditAction(enum.StrEnum):
     INVITATION_DECLINED = "invitation.declined"
     INVITATION_REVOKED = "invitation.revoked"
     SETTINGS_CHANGED = "settings.changed"
+    #: An export or an import of a workspace's knowledge (docs/decisions/0041).
+    WORKSPACE_EXPORTED = "workspace.exported"
+    WORKSPACE_IMPORTED = "workspace.imported"
+
+
+class ExportFormat(enum.StrEnum):
+    """What ``relata export`` and ``GET /api/v1/export`` write (``relata.exchange``)."""
+
+    JSONL = "jsonl"
+    CSV = "csv"
+    GRAPHML = "graphml"
 
 
 class Role(enum.StrEnum):

@@ -258,8 +258,8 @@ class _Request:
                 raise StatusError(
                     status,
                     op=self.op,
-                    body=_error_message(bytes(buf[:limit]), self.secrets),
-                    retry_after=_retry_after(resp.headers.get("retry-after")),
+                    body=error_message(bytes(buf[:limit]), self.secrets),
+                    retry_after=retry_after(resp.headers.get("retry-after")),
                 )
         try:
             return json.loads(bytes(buf))
@@ -273,7 +273,7 @@ class _Request:
         )
 
 
-def _retry_after(value: str | None) -> float | None:
+def retry_after(value: str | None) -> float | None:
     if not value:
         return None
     try:
@@ -283,7 +283,7 @@ def _retry_after(value: str | None) -> float | None:
     return seconds if seconds >= 0 else None
 
 
-def _error_message(raw: bytes, secrets: tuple[str, ...]) -> str:
+def error_message(raw: bytes, secrets: tuple[str, ...]) -> str:
     """The provider's own message (``error.message``, ``error`` or ``message``), else the text."""
     text = raw.decode("utf-8", errors="replace")
     try:

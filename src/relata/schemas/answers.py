@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 
 from relata.claims.support import SupportFacet
 from relata.schemas.claims import ContradictionOut, contradiction_out
-from relata.search.answers import Answer
+from relata.search.answers import Answer, Source
 from relata.search.sentence_checks import SentenceCheck, SentenceVerdict, counts
 
 
@@ -140,19 +140,20 @@ def to_out(ans: Answer) -> AnswerOut:
             for s in ans.citations
         ],
         dropped_citations=ans.dropped_citations,
-        sources=[
-            SourceOut(
-                ref=s.ref,
-                item_id=s.item_id,
-                chunk_id=s.chunk_id,
-                title=s.title,
-                excerpt=s.excerpt,
-                score=s.score,
-                superseded=s.superseded,
-            )
-            for s in ans.sources
-        ],
+        sources=[source_out(s) for s in ans.sources],
         contradictions=[contradiction_out(x) for x in ans.contradictions],
+    )
+
+
+def source_out(s: Source) -> SourceOut:
+    return SourceOut(
+        ref=s.ref,
+        item_id=s.item_id,
+        chunk_id=s.chunk_id,
+        title=s.title,
+        excerpt=s.excerpt,
+        score=s.score,
+        superseded=s.superseded,
     )
 
 

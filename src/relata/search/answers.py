@@ -26,6 +26,11 @@
    maps provider failures to (``relata.analysis.failures``): ``ModelProviderFailed`` (502)
    or ``ModelProviderUnavailable`` (503).
 
+5. ``AnswerService.stream`` is the same use case as events (docs/decisions/
+   0042-streaming-answers.md): ``SourcesRetrieved``, then ``TextWritten`` pieces of the
+   answer as the model writes them (citation markers held back, so no citation is shown
+   before it is resolved), then ``Answered`` with the very ``Answer`` of step 3/3a.
+
 Logs carry counts, status and reason only: never the question, an excerpt, the prompt or the
 answer.
 """
@@ -34,10 +39,12 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Final, Literal
 
+from relata.analysis.answer import AnswerResult
+from relata.analysis.answer_stream import MarkerHold
 from relata.analysis.errors import AnalysisDisabled
 from relata.analysis.service import AnalysisService
 from relata.domain.cancel import Cancel
@@ -123,6 +130,30 @@ class Answer:
         return "uncited" if SentenceVerdict.UNCITED in verdicts else "supported"
 
 
+@dataclass(frozen=True, slots=True)
+class SourcesRetrieved:
+    """A streamed answer's first event: what was retrieved (``Answer.sources``)."""
+
+    sources: tuple[Source, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TextWritten:
+    """More of the answer's text, not yet checked, its citation markers held back."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Answered:
+    """A streamed answer's last event: the answer, judged and checked."""
+
+    answer: Answer
+
+
+AnswerEvent = SourcesRetrieved | TextWritten | Answered
+
+
 class AnswerService:
     def __init__(
         self,
@@ -154,7 +185,53 @@ class AnswerService:
         cancel = cancel or Cancel.never()
         start = time.monotonic()
         sources = self.retrieve(workspace_id, q, limit, cancel)
-        result = self._answer(q, sources, cancel)
+        return self._finish(workspace_id, self._answer(q, sources, cancel), start)
+
+    def stream(
+        self,
+        workspace_id: str,
+        question: str,
+        *,
+        limit: int = DEFAULT_LIMIT,
+        cancel: Cancel | None = None,
+    ) -> Iterator[AnswerEvent]:
+        """``answer`` as events (docs/decisions/0042-streaming-answers.md): ``SourcesRetrieved``
+        first, then ``TextWritten`` pieces of the answer as the model writes them (citation
+        markers held back), then ``Answered`` with the same ``Answer`` that ``answer`` returns.
+        Without a streaming model the whole checked answer is one ``TextWritten``; with no
+        answer there is none. Raises like ``answer`` (the caller turns that into its error
+        event); closing the iterator stops the model."""
+        q = check_question(question)
+        check_limit(limit)
+        cancel = cancel or Cancel.never()
+        start = time.monotonic()
+        sources = self.retrieve(workspace_id, q, limit, cancel)
+        yield SourcesRetrieved(sources)
+        if not (sources and self._analysis.enabled and self._analysis.streams):
+            result = self._answer(q, sources, cancel)
+            if result.answer is not None:
+                yield TextWritten(strip_markers(result.answer, [s.ref for s in sources]))
+            yield Answered(self._finish(workspace_id, result, start))
+            return
+        judged: AnswerResult | None = None
+        try:
+            excerpts = [(s.ref, s.title, s.excerpt) for s in sources]
+            for piece in self._analysis.stream_answer(q, excerpts, cancel):
+                if isinstance(piece, str):
+                    yield TextWritten(piece)
+                else:
+                    judged = piece
+        except AnalysisDisabled as exc:
+            result = _unavailable(q, sources, ANALYSIS_DISABLED, exc.message)
+        else:
+            if judged is None:  # pragma: no cover - stream_answer always ends with one
+                raise RuntimeError("the answer stream ended without a judged result")
+            result = self._resolve(q, sources, judged)
+        yield Answered(self._finish(workspace_id, result, start))
+
+    def _finish(self, workspace_id: str, result: Answer, start: float) -> Answer:
+        """Count the verdicts, add the contradictions between the sources, log the outcome."""
+        sources = result.sources
         self._count(result.checks)
         if self._contradictions is not None and sources:
             between = self._contradictions.between_items(workspace_id, [s.item_id for s in sources])
@@ -199,6 +276,11 @@ class AnswerService:
             )
         except AnalysisDisabled as exc:
             return _unavailable(question, sources, ANALYSIS_DISABLED, exc.message)
+        return self._resolve(question, sources, result)
+
+    def _resolve(self, question: str, sources: tuple[Source, ...], result: AnswerResult) -> Answer:
+        """The model's judged reply as an ``Answer``: its citations mapped to the sources and
+        every sentence checked."""
         if result.status != "ok":
             reason = result.reason or INSUFFICIENT_EVIDENCE
             return _unavailable(
@@ -225,6 +307,12 @@ class AnswerService:
         for c in checks:
             facet = c.facet.value if c.facet is not None else "none"
             self._metrics.answer_sentences.labels(verdict=c.verdict.value, facet=facet).inc()
+
+
+def strip_markers(answer: str, supplied_refs: Collection[str]) -> str:
+    """``answer`` as a stream shows it: without its citation markers (``MarkerHold``)."""
+    hold = MarkerHold(supplied_refs)
+    return hold.feed(answer) + hold.flush()
 
 
 def check_question(question: str) -> str:

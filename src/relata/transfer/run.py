@@ -46,7 +46,7 @@ from sqlalchemy.engine import Connection
 from relata.domain.errors import ConfigError, Conflict
 from relata.domain.models import JobStatus
 from relata.domain.ports import VectorStore
-from relata.storage.sql import migrate
+from relata.storage.sql import migrate, workspace_fts
 from relata.storage.sql import tables as t
 from relata.storage.sql.engine import Database
 from relata.storage.vectors.validation import MAX_EXPORT
@@ -289,6 +289,13 @@ def _copy_table(snap: Connection, target: Side, table: sa.Table, batch_rows: int
     with target.db.read() as conn:
         after = last_key(conn, table)
     written = copy_table(snap, target.db, table, after=after, batch_rows=batch_rows)
+    if table is t.workspaces:
+        # Each workspace's full-text index pair (SQLite), before any item arrives: the
+        # triggers index the rows as they are copied. Idempotent, so a resumed run that
+        # stopped after the workspaces' batch creates what is missing.
+        with target.db.write() as conn:
+            for workspace_id in conn.execute(sa.select(t.workspaces.c.id)).scalars():
+                workspace_fts.create(conn, str(workspace_id))
     continued = " (continued)" if after is not None else ""
     say(f"{table.name}: {written} rows copied{continued}")
     return written

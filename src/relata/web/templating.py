@@ -94,3 +94,9 @@ def render(
     """``template`` rendered with ``context`` (and ``request``), never cached."""
     html = env.get_template(template).render(request=request, **context)
     return HTMLResponse(html, status_code=status_code, headers=NO_STORE)
+
+
+def fragment(request: Request, template: str, **context: Any) -> str:
+    """A part of a page (``template`` rendered with ``context``) as HTML text: what a streamed
+    page's events carry, rendered and escaped exactly as the whole page would be."""
+    return env.get_template(template).render(request=request, **context)

@@ -20,6 +20,8 @@ from relata.api.v1 import (
     auth,
     claims,
     entities,
+    exchange,
+    graph,
     invitations,
     item_versions,
     items,
@@ -47,11 +49,13 @@ _GROUPS = (
     entities,
     claims,
     relationships,
+    graph,
     model_status,
     audit,
     tokens,
     workspaces,
     invitations,
+    exchange,
 )
 for group in _GROUPS:
     router.include_router(group.router, responses=errors(503), dependencies=[Depends(principal)])

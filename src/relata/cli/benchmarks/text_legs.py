@@ -57,7 +57,8 @@ from relata.storage.sql.text_search import SqlTextSearchBase, build_text_search
 
 DESCRIPTION = (
     "Write a BEIR dataset's corpus (parsed and chunked as the pipeline does, no embedding) "
-    "into a fresh SQLite file and into the empty PostgreSQL database --database, then run "
+    "into a fresh SQLite file and, when given, into the empty PostgreSQL database --database, "
+    "then run "
     "every judged query of the split through each database's text search: nDCG@10, "
     "recall@100, MRR@10, latency and CPU for the item leg, the chunk leg and the two fused."
 )
@@ -78,9 +79,10 @@ def register(group: Any) -> None:
     p.add_argument("--split", required=True, metavar="NAME", help="the judgements: qrels/NAME.tsv")
     p.add_argument(
         "--database",
-        required=True,
+        default=None,
         metavar="URL",
-        help="an empty PostgreSQL database, e.g. postgresql+psycopg://postgres@127.0.0.1/bench",
+        help="an empty PostgreSQL database, e.g. postgresql+psycopg://postgres@127.0.0.1/bench "
+        "(default: SQLite only)",
     )
     p.add_argument(
         "--max-queries",
@@ -106,7 +108,7 @@ def _bench_text_legs(args: argparse.Namespace) -> int:
 
 
 def run_text_legs(
-    dataset: Path, split: str, pg_url: str, max_queries: int | None, progress: Progress
+    dataset: Path, split: str, pg_url: str | None, max_queries: int | None, progress: Progress
 ) -> dict[str, Any]:
     ds = BeirDataset.locate(dataset, split)
     qrels = load_qrels(ds.qrels)
@@ -119,7 +121,10 @@ def run_text_legs(
     progress(f"{len(docs)} documents, {sum(len(c) for _, _, c in docs)} chunks")
     out: dict[str, Any] = {"split": split, "queries": len(queries), "documents": len(docs)}
     with tempfile.TemporaryDirectory(prefix="relata-text-legs-") as tmp:
-        for name, url in (("sqlite", f"sqlite:///{tmp}/relata.db"), ("postgresql", pg_url)):
+        targets = [("sqlite", f"sqlite:///{tmp}/relata.db")]
+        if pg_url is not None:
+            targets.append(("postgresql", pg_url))
+        for name, url in targets:
             db = Database.from_url(url)
             try:
                 if db.dialect != name:
@@ -234,7 +239,10 @@ def _legs(
         runs["chunk_text"][qid] = per_item
         runs["fused_text"][qid] = _rrf({"text": hits, "chunk_text": per_item})
     cpu = _cpu(db) - cpu0
-    out: dict[str, Any] = {"cpu_s": round(cpu, 2)}
+    out: dict[str, Any] = {
+        "cpu_s": round(cpu, 2),
+        "cpu_ms_per_query": round(cpu * 1000 / max(len(queries), 1), 1),
+    }
     for leg, run in runs.items():
         scores = evaluate(run, qrels).as_dict()
         out[leg] = {k: scores[k] for k in ("ndcg@10", "recall@100", "mrr@10")}
@@ -277,10 +285,12 @@ def _cpu(db: Database) -> float:
 def _lines(r: dict[str, Any]) -> list[str]:
     lines = [f"{r['queries']} queries, {r['documents']} documents"]
     for name in ("sqlite", "postgresql"):
-        d = r[name]
+        d = r.get(name)
+        if d is None:
+            continue
         lines.append(
             f"{name}: load {d['load']['wall_s']} s wall / {d['load']['cpu_s']} s CPU; "
-            f"queries {d['cpu_s']} s CPU"
+            f"queries {d['cpu_s']} s CPU ({d['cpu_ms_per_query']} ms a query)"
         )
         for leg in ("text", "chunk_text", "fused_text"):
             s = d[leg]

@@ -18,6 +18,7 @@ from relata.domain.errors import LastOwner, NotFound
 from relata.domain.models import Member, Membership, User, Workspace
 from relata.domain.ports import Clock
 from relata.domain.vocabulary import Role
+from relata.storage.sql import workspace_fts
 from relata.storage.sql.engine import Database
 from relata.storage.sql.errors import translate
 from relata.storage.sql.tables import users, workspace_members, workspaces
@@ -42,6 +43,7 @@ class SqlWorkspaceRepository:
                         created_at=workspace.created_at,
                     )
                 )
+                workspace_fts.create(conn, workspace.id)
                 if owner_id is not None:
                     conn.execute(
                         workspace_members.insert().values(
@@ -73,6 +75,19 @@ class SqlWorkspaceRepository:
         with self._db.read() as conn:
             rows = conn.execute(sa.select(workspaces).order_by(workspaces.c.slug)).all()
         return [_workspace(r) for r in rows]
+
+    def delete(self, workspace_id: str) -> None:
+        """Delete the workspace and, by cascade, everything it holds, in one transaction.
+        NotFound when there is no such workspace. Its full-text index pair (SQLite) is dropped
+        first, so the cascade does no index work. Vectors and originals are the caller's."""
+        with self._db.write() as conn:
+            found = conn.execute(
+                sa.select(workspaces.c.id).where(workspaces.c.id == workspace_id)
+            ).first()
+            if found is None:
+                raise NotFound("workspace not found")
+            workspace_fts.drop(conn, workspace_id)
+            conn.execute(workspaces.delete().where(workspaces.c.id == workspace_id))
 
 
 def _user(row: Any) -> User:

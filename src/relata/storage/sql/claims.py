@@ -68,6 +68,7 @@ def _claim(row: Any) -> Claim:
         extractor_version=row.extractor_version,
         facets=dict(row.facets or {}),
         comparable=row.comparable,
+        repeat_key=row.repeat_key,
     )
 
 
@@ -161,6 +162,21 @@ _BY_SUBJECTS = (
     .limit(sa.bindparam("limit"))
 )
 _BY_SUBJECTS_AFTER = _BY_SUBJECTS.where(claims.c.write_seq > sa.bindparam("after"))
+# Claims of other live items whose sentences have some repeat keys (the
+# ``(workspace, repeat_key)`` index; docs/decisions/0039), the earliest written first.
+_BY_REPEATS = (
+    sa.select(claims)
+    .join(items, items.c.id == claims.c.item_id)
+    .where(
+        claims.c.workspace_id == sa.bindparam("ws"),
+        claims.c.repeat_key.in_(sa.bindparam("keys", expanding=True)),
+        items.c.deleted_at.is_(None),
+        claims.c.item_id != sa.bindparam("exclude"),
+    )
+    .order_by(claims.c.write_seq, claims.c.id)
+    .limit(sa.bindparam("limit"))
+)
+_BY_REPEATS_AFTER = _BY_REPEATS.where(claims.c.write_seq > sa.bindparam("after"))
 
 
 # ---------------------------------------------------------------- statements on a connection
@@ -219,6 +235,7 @@ def replace_item_claims(
                     "dedupe_key": c.dedupe_key,
                     "created_at": now,
                     "write_seq": seq,
+                    "repeat_key": c.repeat_key,
                 }
                 for c in new
             ],
@@ -245,6 +262,44 @@ def _by_subjects(
     if after is None:
         return [_claim(r) for r in conn.execute(_BY_SUBJECTS, params)]
     return [_claim(r) for r in conn.execute(_BY_SUBJECTS_AFTER, {**params, "after": after})]
+
+
+def by_repeats(
+    conn: Connection,
+    workspace_id: str,
+    keys: Sequence[str],
+    limit: int,
+    *,
+    exclude_item: str,
+    after: int | None = None,
+) -> list[Claim]:
+    """Claims of other live items whose sentences have one of the repeat ``keys`` (at most
+    ``_ID_BATCH`` keys), the earliest written first; written after ``after`` only."""
+    if not keys:
+        return []
+    params = {
+        "ws": require_workspace(claims, workspace_id),
+        "keys": sorted(set(keys))[:_ID_BATCH],
+        "exclude": exclude_item,
+        "limit": max(1, limit),
+    }
+    if after is None:
+        return [_claim(r) for r in conn.execute(_BY_REPEATS, params)]
+    return [_claim(r) for r in conn.execute(_BY_REPEATS_AFTER, {**params, "after": after})]
+
+
+def repeats_written_after(
+    conn: Connection,
+    workspace_id: str,
+    keys: Sequence[str],
+    after: int,
+    *,
+    exclude_item: str,
+    limit: int,
+) -> list[Claim]:
+    """Claims of other live items with one of the repeat ``keys`` written after claims
+    write ``after``."""
+    return by_repeats(conn, workspace_id, keys, limit, exclude_item=exclude_item, after=after)
 
 
 def claims_written_after(
@@ -362,6 +417,13 @@ class SqlClaimRepository:
             return mark, _by_subjects(
                 conn, workspace_id, subjects, limit, exclude_item=exclude_item
             )
+
+    def repeats(
+        self, workspace_id: str, keys: Sequence[str], *, exclude_item: str, limit: int
+    ) -> tuple[int, builtins.list[Claim]]:
+        with self._db.read() as conn:
+            mark = last_write(conn, workspace_id)
+            return mark, by_repeats(conn, workspace_id, keys, limit, exclude_item=exclude_item)
 
     def list_for_item(self, workspace_id: str, item_id: str) -> builtins.list[Claim]:
         ws = require_workspace(claims, workspace_id)

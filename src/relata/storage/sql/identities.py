@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from relata.domain.errors import Conflict
 from relata.domain.models import User, Workspace
 from relata.domain.vocabulary import Role
+from relata.storage.sql import workspace_fts
 from relata.storage.sql.accounts import _user
 from relata.storage.sql.engine import Database
 from relata.storage.sql.errors import is_unique_violation
@@ -64,6 +65,7 @@ class SqlFederatedIdentities:
                         created_at=workspace.created_at,
                     )
                 )
+                workspace_fts.create(conn, workspace.id)
                 conn.execute(
                     workspace_members.insert().values(
                         workspace_id=workspace.id,

@@ -420,7 +420,11 @@ claims = sa.Table(
     # The workspace's claims write number when this claim was written (``claim_writes``):
     # the claims stage catches up, in its own write, with claims written after it read.
     sa.Column("write_seq", sa.BigInteger, nullable=False, server_default="0"),
+    # The key its sentence shares with its repeats, values masked (``claims.repeats``), or
+    # NULL: the changed-facts lookup (docs/decisions/0039).
+    sa.Column("repeat_key", sa.String(64)),
     sa.Index(None, "workspace_id", "subject", "write_seq"),
+    sa.Index(None, "workspace_id", "repeat_key"),
     sa.Index(None, "workspace_id", "item_id"),
     sa.UniqueConstraint("workspace_id", "dedupe_key"),
 )

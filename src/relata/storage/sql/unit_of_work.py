@@ -37,6 +37,7 @@ from relata.storage.sql.chunks import replace_chunks, stamp_embedding_model
 from relata.storage.sql.claims import (
     claims_written_after,
     record_contradictions,
+    repeats_written_after,
     replace_item_claims,
 )
 from relata.storage.sql.engine import Database
@@ -104,6 +105,13 @@ class SqlStageTransaction:
     ) -> list[Claim]:
         return claims_written_after(
             self._conn, self._ws, subjects, after, exclude_item=exclude_item, limit=limit
+        )
+
+    def repeats_written_after(
+        self, after: int, keys: Sequence[str], *, exclude_item: str, limit: int
+    ) -> list[Claim]:
+        return repeats_written_after(
+            self._conn, self._ws, keys, after, exclude_item=exclude_item, limit=limit
         )
 
     def record_contradictions(self, found: Sequence[FoundContradiction]) -> int:

@@ -17,12 +17,21 @@ a question changes nothing, so there is nothing to redirect to. It calls the sam
 
 When the model provider fails (the API's 502 / 503), the page says so with the same status and
 still shows the sources and their contradictions: they do not need the model.
+
+Streaming (docs/decisions/0042-streaming-answers.md): ``static/ask.js`` posts the same form
+with ``Accept: text/event-stream`` and gets Server-Sent Events: ``sources`` (``{html}``: the
+sources section), ``delta`` (``{text}``: more of the answer, unchecked, citation markers held
+back; the script shows it as plain text), then ``final`` (``{html}``: the answer section,
+sources and contradictions, exactly as the page renders them; a provider failure renders as
+it does on the page) or ``error``. Without JavaScript the form posts and the page renders
+the whole answer.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
@@ -33,6 +42,7 @@ from relata.analysis.answer import find_markers
 from relata.analysis.failures import ModelProviderFailed, ModelProviderUnavailable
 from relata.api.deps import container
 from relata.api.errors import status_for
+from relata.api.sse import Frame, event_stream, wants_events
 from relata.domain.cancel import Cancel
 from relata.domain.errors import ValidationError
 from relata.schemas.answers import AnswerOut, SentenceCheckOut, SourceOut, to_out
@@ -45,10 +55,13 @@ from relata.search.answers import (
     MAX_QUESTION_CHARS,
     NO_SOURCES,
     Answer,
+    Source,
+    SourcesRetrieved,
+    TextWritten,
     check_question,
 )
 from relata.web.context import Page, field, form, page
-from relata.web.templating import render
+from relata.web.templating import fragment, render
 from relata.web.text import Segment, Span, segments
 
 if TYPE_CHECKING:
@@ -284,19 +297,73 @@ def _answer(
     except (ModelProviderFailed, ModelProviderUnavailable) as exc:
         q = check_question(question)
         sources = c.answers.retrieve(workspace_id, q, limit, Cancel.never())
-        between = c.claims.between(workspace_id, [s.item_id for s in sources]) if sources else []
-        failed = Answer(
-            question=q,
-            status="unavailable",
-            answer=None,
-            reason=exc.code,
-            message=exc.message,
-            citations=(),
-            dropped_citations=0,
-            sources=sources,
-            contradictions=tuple(between),
-        )
-        return to_out(failed), exc
+        return _failed(c, workspace_id, q, sources, exc), exc
+
+
+def _failed(
+    c: Container,
+    workspace_id: str,
+    question: str,
+    sources: tuple[Source, ...],
+    exc: ModelProviderFailed | ModelProviderUnavailable,
+) -> AnswerOut:
+    """What the page shows when the model provider failed: the sources and their
+    contradictions, which do not need the model, and the failure."""
+    between = c.claims.between(workspace_id, [s.item_id for s in sources]) if sources else []
+    failed = Answer(
+        question=question,
+        status="unavailable",
+        answer=None,
+        reason=exc.code,
+        message=exc.message,
+        citations=(),
+        dropped_citations=0,
+        sources=sources,
+        contradictions=tuple(between),
+    )
+    return to_out(failed)
+
+
+def _stream(request: Request, c: Container, who: Page, question: str, limit: int) -> Response:
+    """The answer as Server-Sent Events for ``static/ask.js`` (see the module docstring). The
+    sources are retrieved before the response starts, so a bad question is an ordinary page."""
+    cancel = Cancel()
+    events = c.answers.stream(who.workspace_id, question, limit=limit, cancel=cancel)
+    first = next(events)
+    q = check_question(question)
+
+    def frames() -> Iterator[Frame]:
+        sources: tuple[Source, ...] = ()
+        try:
+            for e in chain([first], events):
+                if isinstance(e, SourcesRetrieved):
+                    sources = e.sources
+                    context = answer_context(who, _pending(q, sources))
+                    html = fragment(request, "ask_sources.html", page=who, question=q, **context)
+                    yield "sources", {"html": html}
+                elif isinstance(e, TextWritten):
+                    yield "delta", {"text": e.text}
+                else:
+                    yield "final", {"html": _results(request, who, to_out(e.answer)), "status": 200}
+        except (ModelProviderFailed, ModelProviderUnavailable) as exc:
+            out = _failed(c, who.workspace_id, q, sources, exc)
+            yield "final", {"html": _results(request, who, out), "status": status_for(exc)}
+
+    return event_stream(frames(), lambda f: f, cancel)
+
+
+def _pending(question: str, sources: tuple[Source, ...]) -> AnswerOut:
+    """An answer not written yet, with its sources: to render the sources section alone."""
+    pending = Answer(question, "unavailable", None, None, None, (), 0, sources)
+    return to_out(pending)
+
+
+def _results(request: Request, who: Page, out: AnswerOut) -> str:
+    context = {"page": who, "question": out.question, **answer_context(who, out)}
+    return "".join(
+        fragment(request, name, **context)
+        for name in ("ask_answer.html", "ask_sources.html", "ask_contradictions.html")
+    )
 
 
 def _form_context(question: str, limit: int) -> dict[str, Any]:
@@ -334,6 +401,8 @@ async def ask(request: Request) -> Response:
             **_form_context(question, limit),
         )
     c = container(request)
+    if wants_events(request):
+        return await run_in_threadpool(_stream, request, c, who, question, limit)
     out, failure = await run_in_threadpool(_answer, c, who.workspace_id, question, limit)
     response = render(
         request,

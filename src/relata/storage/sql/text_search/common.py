@@ -279,13 +279,14 @@ class SqlTextSearchBase:
             "limit": limit,
         }
         with self._db.read() as conn:
-            return [row.item_id for row in conn.execute(self._containing(), params)]
+            return [row.item_id for row in conn.execute(self._containing(ws), params)]
 
     def _phrase(self, words: list[str]) -> str:
         raise NotImplementedError
 
-    def _containing(self) -> Any:
-        """The phrase lookup, bound ``ws``, ``phrase``, ``exclude`` and ``limit``."""
+    def _containing(self, workspace_id: str) -> Any:
+        """The phrase lookup in ``workspace_id``, bound ``ws``, ``phrase``, ``exclude`` and
+        ``limit``."""
         raise NotImplementedError
 
     # ------------------------------------------------------------------ shared terms

@@ -62,7 +62,7 @@ class PostgresTextSearch(SqlTextSearchBase):
     def _phrase(self, words: list[str]) -> str:
         return " ".join(words)  # PostgreSQL's phrase query's text
 
-    def _containing(self) -> Any:
+    def _containing(self, workspace_id: str) -> Any:
         return _containing()
 
     def _index_tokens(self, conn: sa.Connection, words: list[str]) -> list[tuple[str, ...]]:
