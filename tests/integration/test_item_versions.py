@@ -250,7 +250,7 @@ def test_a_confirmed_relationship_whose_evidence_holds_stays_confirmed(
 def test_the_migration_gives_every_existing_item_its_version_1(database_url: str) -> None:
     db = Database.from_url(database_url)
     try:
-        migrate.upgrade(db, "0014")
+        migrate.upgrade(db, "0016")
         with db.write() as conn:
             conn.execute(
                 sa.text(

@@ -5,8 +5,8 @@ each version's hash, size, type, filename and original are kept here, the last o
 item's current content. Every existing item gets its version 1 from its own columns
 (docs/decisions/0045-item-versions.md).
 
-Revision ID: 0015
-Revises: 0014
+Revision ID: 0017
+Revises: 0016
 Create Date: 2027-02-24 10:00:00
 """
 
@@ -15,8 +15,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0015"
-down_revision = "0014"
+revision = "0017"
+down_revision = "0016"
 branch_labels = None
 depends_on = None
 
