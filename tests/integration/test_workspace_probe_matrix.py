@@ -136,6 +136,7 @@ PROBES: dict[str, Probe] = {
     "GET /api/v1/entities": P(query={"q": "{subject}"}),
     "GET /api/v1/entities/{entity_id}": P(path={"entity_id": "entity"}),
     "GET /api/v1/graph": P(query={"entity": "{entity}"}),
+    "GET /api/v1/export": P(query={"format": "jsonl"}),
     "GET /api/v1/aliases": P(),
     "POST /api/v1/aliases/{alias_id}/decision": P(
         path={"alias_id": "alias"}, body={"status": "rejected"}
@@ -355,7 +356,10 @@ def _masked(resp: Any, values: Values) -> tuple[int, Any]:
         # Whole values only: a short one (the username "bea") is also a run of hex digits
         # inside some random UUID, which must stay as it is.
         text = re.sub(rf"(?<![0-9A-Za-z-]){re.escape(v)}(?![0-9A-Za-z-])", f"<{k}>", text)
-    body: Any = json.loads(text) if text else None
+    try:
+        body: Any = json.loads(text) if text else None
+    except json.JSONDecodeError:  # a file (an export): compared and searched as text
+        body = text
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
         body["error"].pop("request_id", None)
     return resp.status_code, body
