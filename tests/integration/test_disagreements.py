@@ -246,6 +246,15 @@ def test_the_cli_shows_one_disagreement_with_its_positions(
     assert out.count("Sabrewing Array: when it began operating (contradiction)") == 1
     assert "1. “14 March 2019”: 2 sources" in out and "2. “June 2021”: 2 sources" in out
     assert "Tidal Energy Review: spring notes, 2019-05-01" in out
+    # every quotation line holds its whole conflicting value and only whole words (issue 31)
+    quoted = [ln.strip() for ln in out.splitlines() if ln.startswith("       “")]
+    words = {w for p in d.positions for s in p.sources for w in s.quotation.split()}
+    for p in d.positions:
+        for s in p.sources:
+            conflict = s.quotation[s.conflict_start - s.start : s.conflict_end - s.start]
+            assert any(conflict in q for q in quoted), (conflict, quoted)
+    for q in quoted:
+        assert set(q.strip("“”").strip("…").split()) <= words, q
     assert main(["contradictions", "--pairs"]) == 0
     assert capsys.readouterr().out.count("Sabrewing Array: date") == 4
     assert main(["resolve", d.id, "--as", "position_correct", "--position", "2"]) == 0

@@ -270,3 +270,16 @@ def test_plain_text_just_over_the_limit_is_refused_at_sniff_naming_the_setting()
     with pytest.raises(TooLarge, match=r"limit of 1000 characters \(RELATA_PARSE_MAX_CHARS\)"):
         sniff(text.encode(), limits=_LIMITS)
     assert sniff(("word " * 200).encode(), limits=_LIMITS) is SourceType.TEXT
+
+
+def test_json_lines_and_a_list_of_records_take_the_first_records_title() -> None:
+    lines = (
+        b'{"title": "Grid report", "text": "The array began in 2019."}\n'
+        b'{"title": "Second", "text": "Other, things."}\n'
+    )
+    kind = sniff(lines, filename="reports.jsonl")
+    assert parse(lines, kind).title == "Grid report"
+    records = json.dumps([{"title": "Grid report", "text": "x"}, {"title": "Other"}]).encode()
+    assert parse(records, SourceType.JSON).title == "Grid report"
+    # a first line that is not one JSON object leaves the plain-text guess alone
+    assert parse(b"Quarterly report\n\n{not json}", SourceType.TEXT).title == "Quarterly report"

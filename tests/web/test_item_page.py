@@ -335,3 +335,19 @@ def test_the_text_comes_before_the_processing_details(
     headings = re.findall(r'<h2 id="([a-z]+)-heading"', page)
     assert headings.index("text") < headings.index("runs")
     assert headings[-1] == "runs"
+
+
+def test_a_claim_whose_quotation_is_its_statement_shows_the_words_once(
+    demo: tuple[Container, dict[str, str]],
+) -> None:
+    c, ids = demo
+    ws = _ws(c)
+    claims = c.claims.for_item(ws, ids[PRESS])
+    same = [x for x in claims if x.quotation and x.quotation.split() == x.statement.split()]
+    assert same  # the demo's claims quote their statements as written
+    page = web_client(c).get(f"/w/default/items/{ids[PRESS]}").text
+    rows = re.findall(r"<tr><td>[a-z_]+</td><td>(.*?)</td><td>(.*?)</td></tr>", page)
+    assert rows
+    for statement, quotation in rows:
+        assert statement not in quotation, (statement, quotation)  # never the same words twice
+    assert any(q == '<span class="sub">as the statement</span>' for _, q in rows)

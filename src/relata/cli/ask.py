@@ -20,6 +20,7 @@ import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
 from relata.cli.common import add_workspace_option, clip_words, open_container, plural
+from relata.domain.excerpts import clip_quote
 from relata.schemas.answers import to_out
 from relata.search.answers import DEFAULT_LIMIT, MAX_LIMIT, Answer, Answered, TextWritten
 from relata.search.sentence_checks import SentenceCheck, SentenceVerdict, counts
@@ -119,7 +120,8 @@ def print_answer(ans: Answer, out: TextIO) -> None:
             state = x.status.value + (f" as {x.resolution.value}" if x.resolution else "")
             print(f"  {x.subject_name}: {x.facet} ({state})  id={x.id}", file=out)
             for side in (x.first, x.second):
-                quote = clip_words(" ".join(side.quotation.split()), _SNIPPET_CHARS)
+                conflict = (side.conflict_start - side.start, side.conflict_end - side.start)
+                quote = clip_quote(side.quotation, _SNIPPET_CHARS, conflict)
                 print(f"    {titles.get(side.item_id, side.item_id)}: “{quote}”", file=out)
 
 

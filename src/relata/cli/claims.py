@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from relata.cli.common import CliError, add_workspace_option, existing_workspace, open_container
 from relata.domain.disagreements import topic_label
-from relata.domain.models import CLI_ACTOR
+from relata.domain.excerpts import clip_quote
+from relata.domain.models import CLI_ACTOR, ClaimSide
 from relata.domain.vocabulary import (
     ContradictionStatus,
     DisagreementKind,
@@ -126,17 +127,23 @@ def _claims(args: argparse.Namespace) -> int:
     return 0
 
 
-def _side(c: Container, ws: str, label: str, item_id: str, quotation: str, span: str) -> str:
-    items = c.repos.items.get_many(ws, [item_id], with_text=False)
+def _quoted(quotation: str, start: int, conflict: tuple[int, int]) -> str:
+    """The quotation cut at word boundaries, the conflicting words (item offsets) whole."""
+    return clip_quote(quotation, _QUOTE, (conflict[0] - start, conflict[1] - start))
+
+
+def _side(c: Container, ws: str, label: str, s: ClaimSide) -> str:
+    items = c.repos.items.get_many(ws, [s.item_id], with_text=False)
     title = items[0].title if items else "(item gone)"
-    return f"  {label}: {title}  [{span}]\n     “{' '.join(quotation.split())[:_QUOTE]}”"
+    quote = _quoted(s.quotation, s.start, (s.conflict_start, s.conflict_end))
+    return f"  {label}: {title}  [{s.start}:{s.end}]\n     “{quote}”"
 
 
 def _print(c: Container, ws: str, x: Contradiction) -> None:
     status = x.status.value + (f" as {x.resolution.value}" if x.resolution else "")
     print(f"{x.id}  {status}  {x.subject_name}: {x.facet} ({x.reason})")
     for label, s in (("first", x.first), ("second", x.second)):
-        print(_side(c, ws, label, s.item_id, s.quotation, f"{s.start}:{s.end}"))
+        print(_side(c, ws, label, s))
     if x.note:
         print(f"  note: {x.note}")
 
@@ -162,7 +169,9 @@ def _print_disagreement(c: Container, ws: str, d: Disagreement) -> None:
             when = f", {dates[s.item_id]}" if s.item_id in dates else ""
             title = titles.get(s.item_id, "(item gone)")
             print(f"     {title}{when}  [{s.start}:{s.end}]")
-            print(f"       “{' '.join(s.quotation.split())[:_QUOTE]}”")
+            if s.quotation.split() != p.value.split():  # else the value above says it
+                quote = _quoted(s.quotation, s.start, (s.conflict_start, s.conflict_end))
+                print(f"       “{quote}”")
     if d.note:
         print(f"  note: {d.note}")
 

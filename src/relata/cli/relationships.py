@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from relata.cli.common import CliError, add_workspace_option, existing_workspace, open_container
+from relata.domain.excerpts import clip_quote
 from relata.domain.models import CLI_ACTOR
 from relata.domain.vocabulary import RelationshipType
 
@@ -82,8 +83,7 @@ def _dump(data: Any) -> None:
 
 
 def _flat(text: str, limit: int = _QUOTE) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+    return clip_quote(text, limit)
 
 
 def _title(titles: Mapping[str, str], item_id: str) -> str:

@@ -133,7 +133,11 @@ def commas_outside_strings(text: str, *, stop_at: int, window: int = _WINDOW_CHA
     return count
 
 
-def _title(root: Any) -> str | None:
+def json_title(root: Any) -> str | None:
+    """The value of the first title-like field (``_TITLE_KEYS``) of an object, or of the
+    first record of a list of records (JSON Lines, whose first line ``parse_text`` reads)."""
+    if isinstance(root, list) and root:
+        root = root[0]
     if isinstance(root, dict):
         for key in _TITLE_KEYS:
             value = root.get(key)
@@ -161,7 +165,7 @@ def parse_json(data: bytes, limits: ParseLimits, deadline: Deadline) -> Document
     builder = DocumentBuilder(SourceType.JSON, limits)
     if decoded.warning:
         builder.warnings.append(decoded.warning)
-    builder.title = _title(root)
+    builder.title = json_title(root)
     lines = _Lines(limits, deadline)
     if isinstance(root, dict) and root:
         entries: list[tuple[str, Any, str]] = [

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from relata.domain.excerpts import clip_quote
 from relata.domain.models import Relationship, ReviewStatus
 from relata.relationships.evidence import EvidenceKind
 from relata.relationships.scoring import STRONG_THRESHOLD
@@ -24,10 +25,7 @@ _REVIEWED = {
 
 
 def _quote(span: Mapping[str, Any]) -> str:
-    text = " ".join(str(span.get("quotation", "")).split())
-    if len(text) > QUOTE_CHARS:
-        text = text[: QUOTE_CHARS - 1].rstrip() + "…"
-    return f"“{text}”"
+    return f"“{clip_quote(str(span.get('quotation', '')), QUOTE_CHARS)}”"
 
 
 def evidence_phrases(rel: Relationship, titles: Mapping[str, str] | None = None) -> list[str]:
