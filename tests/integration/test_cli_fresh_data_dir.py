@@ -64,6 +64,8 @@ NO_DATABASE = {
     "config": ["config"],
 }
 ELSEWHERE = {
+    "export": "tests/integration/test_exchange.py: exports a processed workspace, reads it back",
+    "import": "tests/integration/test_exchange.py: imports an export into a new workspace",
     "serve": "tests/e2e/test_cli_serve.py: migrates, then logs the data dir and database",
     "bench": "works in a temporary data dir of its own, never the configured one",
     "restore": "tests/integration/test_backup.py: writes a data dir from a backup",
