@@ -160,9 +160,10 @@ def test_a_rejected_reply_streams_its_text_but_the_final_event_withdraws_it(
     assert final["answer"] is None and final["citations"] == []
 
 
-def test_a_model_that_cannot_stream_gives_the_same_events(
+def test_ollama_streams_its_answer_in_the_same_events(
     sqlite_settings: Settings, fake: FakeProvider
 ) -> None:
+    """Ollama's native API streams JSON Lines; the events are the OpenAI-compatible ones."""
     fake.chat_content = lambda doc: reply(
         f"The array has twelve turbines [{ref_of(doc, 'twelve turbines')}].", []
     )
@@ -170,10 +171,13 @@ def test_a_model_that_cannot_stream_gives_the_same_events(
         ingest(c, TURBINES)
         with client_for(c) as client:
             evs = events(client)
-    assert [n for n, _ in evs] == ["sources", "delta", "final"]
-    assert evs[1][1] == {"text": "The array has twelve turbines."}
-    assert evs[2][1]["status"] == "ok"
-    assert all(not r.json.get("stream") for r in fake.requests_to("/api/chat"))
+            plain = client.post("/api/v1/answers", json={"question": QUESTION}).json()
+    assert names(evs) == ["sources", "delta", "final"]
+    assert sum(1 for n, _ in evs if n == "delta") > 5  # written piece by piece
+    assert streamed_text(evs) == "The array has twelve turbines."
+    assert evs[-1][1]["status"] == "ok" and evs[-1][1] == plain
+    asked = [r.json["stream"] for r in fake.requests_to("/api/chat") if "question" in str(r.json)]
+    assert asked[-2:] == [True, False]  # the streamed answer, then the plain one
 
 
 def test_without_a_model_the_stream_is_the_sources_and_the_unavailable_answer(
