@@ -209,10 +209,16 @@ def test_another_workspaces_ids_answer_not_found_like_missing_ones(
             found = structured(await mine.call_tool("search", {"query": "turbines"}))
             page = structured(await mine.call_tool("list_disagreements", {}))
             entity = structured(await mine.call_tool("look_up_entity", {"name": "Kestrel"}))
+            links: list[dict[str, Any]] = []
+            for result in found["results"]:
+                got = await mine.call_tool("related_items", {"item_id": result["item"]["id"]})
+                links = links or structured(got)["related"]
+            assert links, "the demo story has related items"
             return {
                 "item": found["results"][0]["item"]["id"],
                 "contradiction": page["contradictions"][0]["id"],
                 "entity": entity["entity"]["id"],
+                "relationship": links[0]["id"],
             }
 
     theirs: dict[str, str] = {}
@@ -229,6 +235,10 @@ def test_another_workspaces_ids_answer_not_found_like_missing_ones(
         "resolve_disagreement": lambda i: {
             "contradiction_id": i["contradiction"],
             "resolution": "both_valid",
+        },
+        "review_relationship": lambda i: {
+            "relationship_id": i["relationship"],
+            "decision": "reject",
         },
     }
     missing = dict.fromkeys(theirs, MISSING)
