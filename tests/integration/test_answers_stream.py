@@ -1,13 +1,14 @@
 """POST /api/v1/answers streamed (``Accept: text/event-stream``), over HTTP against the real
-app (SQLite) and a real local OpenAI-compatible server that streams (tests.support.fake_provider),
-and once against the real llama.cpp server (slow).
+app (SQLite) and a real local server that streams as OpenAI-compatible servers and Ollama do
+(tests.support.fake_provider), and once against the real llama.cpp server (slow).
 
 What is checked: the events come in order (``sources``, ``delta``..., one ``final``); the
 deltas are the answer's text as it was written, with every citation marker held back, so an
 invented citation never appears before the final event, where it does not resolve; the final
-event is exactly the non-streamed response; a model that cannot stream (Ollama) or no model
-gives the same events; a provider failure mid-stream is one ``error`` event in the error shape;
-a bad request is still an ordinary 400; nothing of the content is logged.
+event is exactly the non-streamed response; Ollama's native API streams too (JSON Lines, from
+the same local server in Ollama's wire format), and no model gives the same events; a
+provider failure mid-stream is one ``error`` event in the error shape; a bad request is
+still an ordinary 400; nothing of the content is logged.
 """
 
 from __future__ import annotations
