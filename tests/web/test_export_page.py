@@ -41,7 +41,7 @@ def test_a_viewer_downloads_each_format_from_the_settings_page(
         assert resp.headers["content-type"].startswith(media_type)
         assert "content-length" not in resp.headers  # the API's stream, not built whole
         assert resp.headers["content-disposition"].startswith(
-            f'attachment; filename="relata-default.'
+            'attachment; filename="relata-default.'
         )
     ws = c.workspaces.resolve()
     titles = {i.title for i in c.items.list(ws.id, limit=50)}

@@ -176,8 +176,8 @@ def stream_line(line: str) -> tuple[str, bool]:
     if not isinstance(doc, dict):
         raise MalformedResponse(f"{STREAM_OP}: a stream line is not a JSON object")
     if "error" in doc:
-        message = http.error_message(line.encode(), ())
-        raise Permanent(f"{STREAM_OP}: the provider reported an error: {message}")
+        reported = http.error_message(line.encode(), ())
+        raise Permanent(f"{STREAM_OP}: the provider reported an error: {reported}")
     done = doc.get("done") is True
     message = doc.get("message")
     if message is None and done:
