@@ -1,4 +1,10 @@
-"""Items after ingestion: read them, download their originals, delete them, reprocess them.
+"""Items after ingestion: read them, edit their title and metadata, download their originals,
+delete them, reprocess them.
+
+Editing (``edit``) validates as an upload does (``relata.ingest.validation``), writes title and
+metadata in one statement, and records one ``item.edited`` event naming the fields that
+changed (never their values); an edit that changes nothing records nothing. The full-text
+indexes follow the title in the same transaction (docs/decisions/0048).
 
 Deleting is two steps. ``mark_deleted`` hides the item from every read at once (and frees
 its content hash), so a pipeline stage still running for it meets ``NotFound`` and fails
@@ -37,7 +43,7 @@ from relata.domain.ports import (
 )
 from relata.domain.vocabulary import AuditAction, AuditTarget
 from relata.ingest.originals import EXTENSIONS, OriginalStore
-from relata.ingest.validation import MEDIA_TYPES
+from relata.ingest.validation import MEDIA_TYPES, validate_metadata, validate_title
 from relata.pipeline import Pipeline, Reprocessing
 
 log = logging.getLogger("relata.ingest")
@@ -154,6 +160,50 @@ class ItemCatalog:
             status=status.value if status else None,
             contains=contains,
         )
+
+    def edit(
+        self,
+        workspace_id: str,
+        item_id: str,
+        *,
+        title: str | None = None,
+        metadata: object = None,
+        actor: Actor = SYSTEM_ACTOR,
+    ) -> Item:
+        """Change the item's title and/or replace its metadata (None: leave it as it is);
+        see the module docstring. ``ValidationError`` names the field at fault."""
+        new_title = None
+        if title is not None:
+            new_title = validate_title(title)
+            if new_title is None:
+                raise ValidationError("title must not be blank", field="title")
+        new_metadata = None if metadata is None else validate_metadata(metadata)
+        item = self._items.get(workspace_id, item_id)
+        changed = [
+            name
+            for name, new, old in (
+                ("title", new_title, item.title),
+                ("metadata", new_metadata, item.metadata),
+            )
+            if new is not None and new != old
+        ]
+        if not changed:
+            return item
+        edited = self._items.set_details(
+            workspace_id,
+            item_id,
+            title=new_title if new_title is not None else item.title,
+            metadata=new_metadata if new_metadata is not None else item.metadata,
+        )
+        self._audit.record(
+            workspace_id,
+            AuditAction.ITEM_EDITED,
+            actor,
+            target_kind=AuditTarget.ITEM,
+            target_id=item_id,
+            details={name: True for name in changed},
+        )
+        return edited
 
     def original(self, workspace_id: str, item_id: str) -> StoredOriginal:
         item = self._items.get(workspace_id, item_id)

@@ -53,6 +53,23 @@ class ItemIn(BaseModel):
     allow_duplicate: bool = Field(False, description="keep a deliberate copy of existing text")
 
 
+class ItemEditIn(BaseModel):
+    """``PATCH /items/{id}``: a new title and/or metadata (a field left out is unchanged)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    title: str | None = Field(
+        None,
+        description="1-500 characters, no control characters",
+        json_schema_extra={"minLength": 1, "maxLength": 500, "pattern": r"\S"},
+    )
+    metadata: Metadata | None = Field(
+        None,
+        description="replaces the whole map: at most 32 keys ([A-Za-z0-9_.-]) to strings of "
+        "at most 1024 characters; `{}` clears it",
+    )
+
+
 def _or_empty(schema: dict[str, Any]) -> dict[str, Any]:
     """A form field's schema, or null: a multipart body cannot tell an empty field from a
     missing value, and an empty field means "not given" (a browser sends empty inputs)."""

@@ -38,6 +38,7 @@ from relata.schemas.claims import claim_out, contradiction_out
 from relata.schemas.items import item_out, run_out
 from relata.schemas.versions import versions_out
 from relata.web.context import Page, choice, field, form, page
+from relata.web.pages.item_edit import metadata_text
 from relata.web.templating import render
 from relata.web.text import Segment, Span, segments
 
@@ -171,6 +172,7 @@ def _item_view(
         "related_more": len(related) > RELATED_SHOWN,
         "stages": [s.value for s in StageKind],
         "versions": versions_out(item_id, c.versions.list(ws, item_id)).versions[:VERSIONS_SHOWN],
+        "metadata_text": metadata_text(item.metadata),
     }
 
 
