@@ -267,9 +267,9 @@ def get_item(item_id: str, p: PrincipalDep, c: ContainerDep) -> ItemDetailOut:
     "/items/{item_id}",
     response_model=ItemOut,
     summary="Change an item's title and/or metadata",
-    description="A field left out stays as it is; `metadata` replaces the whole map. Searchable "
-    "under the new title at once; audited (`item.edited`, its details naming the fields that changed) "
-    "when something changed. Editors and owners only.",
+    description="A field left out stays as it is; `metadata` replaces the whole map. "
+    "Searchable under the new title at once; audited (`item.edited`, its details naming the "
+    "fields that changed) when something changed. Editors and owners only.",
     responses=errors(400, 404),
 )
 def edit_item(item_id: str, body: ItemEditIn, p: PrincipalDep, c: ContainerDep) -> ItemOut:
