@@ -54,7 +54,7 @@ def test_an_editor_edits_title_and_metadata_from_the_item_page(c: Container, ite
         r = _post(
             client, item_id, title="Brackenholt quay notes", metadata="desk: harbour\nyear: 2024\n"
         )
-        assert r.status_code == 303 and r.headers["location"].endswith("?done=edited")
+        assert r.status_code == 303 and r.headers["location"].endswith("?done=item_edited")
         shown = client.get(r.headers["location"]).text
         assert "The title and metadata were saved." in shown
         assert "<h1>Brackenholt quay notes</h1>" in shown

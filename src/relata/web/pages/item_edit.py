@@ -31,7 +31,7 @@ router = APIRouter()
 #: The longest metadata text the form takes: every key and value at its longest.
 MAX_METADATA_TEXT = MAX_METADATA_KEYS * (MAX_METADATA_KEY_CHARS + MAX_METADATA_VALUE_CHARS + 4)
 
-NOTICES.update({"edited": "The title and metadata were saved."})
+NOTICES.update({"item_edited": "The title and metadata were saved."})
 
 
 def metadata_text(metadata: dict[str, str]) -> str:
@@ -69,4 +69,4 @@ async def edit(request: Request, item_id: str) -> Response:
             actor=who.principal.actor,
         )
     )
-    return RedirectResponse(who.url(f"items/{item_id}?done=edited"), status_code=303)
+    return RedirectResponse(who.url(f"items/{item_id}?done=item_edited"), status_code=303)
