@@ -10,8 +10,10 @@ Deleting is two steps. ``mark_deleted`` hides the item from every read at once (
 its content hash), so a pipeline stage still running for it meets ``NotFound`` and fails
 without retrying; then whatever lives outside the database is removed (vectors, through the
 ``on_delete`` hooks later features register; the stored original), and finally the row,
-whose chunks, claims and processing runs go with it by ``ON DELETE CASCADE``. A hook that
-fails is logged and does not keep the item: retrieval re-checks every hit against the
+whose chunks, claims and processing runs go with it by ``ON DELETE CASCADE``. Deleting an
+e-mail deletes the items its attachments became the same way, each audited on its own
+(docs/decisions/0048); deleting an attachment leaves its message, which lists it as gone.
+A hook that fails is logged and does not keep the item: retrieval re-checks every hit against the
 items table, so a leftover vector can never surface a deleted item.
 """
 
@@ -29,6 +31,7 @@ from relata.domain.errors import NotFound, ValidationError
 from relata.domain.models import (
     SYSTEM_ACTOR,
     Actor,
+    Attachment,
     Chunk,
     Item,
     ItemStatus,
@@ -36,6 +39,7 @@ from relata.domain.models import (
     SourceType,
 )
 from relata.domain.ports import (
+    AttachmentRepository,
     AuditRecorder,
     ChunkRepository,
     ItemRepository,
@@ -80,8 +84,10 @@ class ItemCatalog:
         *,
         audit: AuditRecorder,
         chunks: ChunkRepository,
+        attachments: AttachmentRepository | None = None,
     ) -> None:
         self._items = items
+        self._attachments = attachments
         self._chunks = chunks
         self._runs = runs
         self._originals = originals
@@ -220,7 +226,32 @@ class ItemCatalog:
     def delete(self, workspace_id: str, item_id: str, *, actor: Actor = SYSTEM_ACTOR) -> None:
         """Delete the item (see the module docstring), audited as ``actor``."""
         item = self._items.mark_deleted(workspace_id, item_id)
+        for attached in self.attachments(workspace_id, item_id):
+            if attached.item_id is None:
+                continue
+            try:
+                part = self._items.mark_deleted(workspace_id, attached.item_id)
+            except NotFound:  # deleted meanwhile
+                continue
+            details: dict[str, object] = {
+                "source_type": part.source_type.value,
+                "with_message": True,
+            }
+            self._remove(part, actor, details)
         self._remove(item, actor, {"source_type": item.source_type.value})
+
+    def attachments(self, workspace_id: str, item_id: str) -> builtins.list[Attachment]:
+        """The e-mail's attachments: the item each became, or why not (empty for any other
+        item)."""
+        if self._attachments is None:
+            return []
+        return self._attachments.of_message(workspace_id, item_id)
+
+    def attachment_of(self, workspace_id: str, item_id: str) -> str | None:
+        """The id of the message the item is an attachment of, if any."""
+        if self._attachments is None:
+            return None
+        return self._attachments.message_of(workspace_id, item_id)
 
     def finish_delete(self, item: Item, *, actor: Actor = SYSTEM_ACTOR) -> None:
         """The rest of a delete interrupted after ``mark_deleted`` (a process killed in
