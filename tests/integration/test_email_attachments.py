@@ -85,6 +85,11 @@ def test_a_messages_attachments_become_linked_items(c: Container) -> None:
         for item_id in made.values():
             assert c.items.attachment_of(ws, item_id) == message_id
         assert c.items.attachment_of(ws, message_id) is None
+        detail = client.get(f"/api/v1/items/{message_id}").json()
+        assert [a["name"] for a in detail["attachments"]][:3] == list(made)
+        assert detail["attachments"][3]["item_id"] is None and detail["attachments"][3]["reason"]
+        child = client.get(f"/api/v1/items/{made['memo.docx']}").json()
+        assert child["attachment_of"] == message_id and child["attachments"] == []
 
         # Each attachment is searchable as itself, the message by its own text only.
         def found(words: str) -> list[str]:

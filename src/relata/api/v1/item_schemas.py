@@ -107,6 +107,17 @@ CREATE_ITEM_BODY: dict[str, Any] = {
 }
 
 
+class AttachmentOut(BaseModel):
+    """One attachment of an e-mail item (docs/decisions/0048)."""
+
+    number: int = Field(description="its place in the message, from 1")
+    name: str = Field(description="its file name in the message (display only)")
+    item_id: str | None = Field(
+        description="the item it became; null when it was not read or that item was deleted"
+    )
+    reason: str | None = Field(description="why it was not read, when it was not")
+
+
 class ItemDetailOut(item_responses.ItemDetailOut):
     """``GET /items/{id}``: the item, its runs and entities, and its best related items. It
     keeps the name of the detail it extends, so the OpenAPI schema keeps its name too (the
@@ -116,4 +127,10 @@ class ItemDetailOut(item_responses.ItemDetailOut):
         default_factory=list,
         description=f"up to {DETAIL_RELATED} related items, best first, rejected ones left "
         "out, each with why in one line",
+    )
+    attachment_of: str | None = Field(
+        None, description="the e-mail item this item is an attachment of, if any"
+    )
+    attachments: list[AttachmentOut] = Field(
+        default_factory=list, description="an e-mail item's attachments, in order"
     )

@@ -28,6 +28,7 @@ from starlette.responses import FileResponse
 from relata.api.deps import ContainerDep, PrincipalDep
 from relata.api.openapi import errors
 from relata.api.v1.item_schemas import (
+    AttachmentOut,
     CREATE_ITEM_BODY,
     DETAIL_RELATED,
     ItemDetailOut,
@@ -260,7 +261,15 @@ def get_item(item_id: str, p: PrincipalDep, c: ContainerDep) -> ItemDetailOut:
     entities = c.entities.for_item(p.workspace_id, item_id)
     related = c.relationships.related(p.workspace_id, item_id, limit=DETAIL_RELATED)
     base = item_detail_out(detail.item, detail.runs, entities)
-    return ItemDetailOut(**dict(base), related=[related_brief_out(r) for r in related])
+    return ItemDetailOut(
+        **dict(base),
+        related=[related_brief_out(r) for r in related],
+        attachment_of=c.items.attachment_of(p.workspace_id, item_id),
+        attachments=[
+            AttachmentOut(number=a.number, name=a.name, item_id=a.item_id, reason=a.reason)
+            for a in c.items.attachments(p.workspace_id, item_id)
+        ],
+    )
 
 
 @router.patch(
