@@ -28,9 +28,9 @@ from starlette.responses import FileResponse
 from relata.api.deps import ContainerDep, PrincipalDep
 from relata.api.openapi import errors
 from relata.api.v1.item_schemas import (
-    AttachmentOut,
     CREATE_ITEM_BODY,
     DETAIL_RELATED,
+    AttachmentOut,
     ItemDetailOut,
     ItemEditIn,
     ItemIn,
