@@ -113,9 +113,7 @@ def test_library_and_items_show_the_strings_as_text(
         # textarea is the edit form's metadata box, holding the metadata as text).
         assert page.locator("main script, main img, main svg").count() == 0
         assert page.locator("main textarea").count() == 1
-        expect(page.locator("main textarea#edit-metadata")).to_have_value(
-            f"note: {s}\nsource: {s}"
-        )
+        expect(page.locator("main textarea#edit-metadata")).to_have_value(f"note: {s}\nsource: {s}")
         inert(page)
 
 
