@@ -1,0 +1,555 @@
+"""A watched folder kept in step with a workspace (``relata watch DIR``; ``relata serve``
+with RELATA_WATCH_DIR): docs/decisions/0047-watched-folder.md.
+
+    start: claim the watch → catch up (the whole folder against the recorded state)
+    → then, for each debounced burst of file events, the same comparison over the paths
+    the events name; a full pass again every RELATA_WATCH_RESCAN_SECONDS and after an error
+
+One comparison (``FolderSync.reconcile``) serves the catch-up and the events:
+
+- a file the state does not know is ingested by the ingest service; if its bytes are those
+  of a file that went away in the same pass, it is that file renamed (the state row moves,
+  the item stays); if its bytes are already an item of the workspace, it is linked to that
+  item (``DuplicateItem``) instead of ingested again;
+- a known file whose size or mtime changed is read and hashed; other bytes than recorded
+  become a new version of its item (``VersionService.upload``), the same bytes only update
+  the recorded mtime;
+- a known file that is gone loses its row; its item is deleted (RELATA_WATCH_ON_DELETE=delete,
+  the default) once no tracked file is that item any more, or kept (``keep``).
+
+Crash safety: the state is written only after the item exists, and every step is idempotent
+when repeated from the folder and the state. A watcher killed between the item's creation and
+the row finds the file unknown, ingests it again and gets ``DuplicateItem`` (the partial
+unique index on the workspace's content hashes), whose item it records: no second item. Killed
+after a version, it finds the bytes are the item's current content already (the upload says
+``unchanged``). Killed after a delete, it deletes again (``NotFound``) and drops the row.
+
+Refused files (too large, unsupported type, empty, a link out of the folder) are recorded with
+their reason, counted as failed on the settings page, and tried again when they change.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from relata.domain.errors import (
+    Conflict,
+    DuplicateItem,
+    NotFound,
+    RelataError,
+    ValidationError,
+)
+from relata.domain.models import SYSTEM_ACTOR, Actor
+from relata.domain.ports import Clock
+from relata.domain.watch import (
+    WatchCounts,
+    WatchedFile,
+    WatchState,
+    WatchStateRepository,
+    WatchStatus,
+)
+from relata.ids import content_hash
+from relata.ingest.catalog import ItemCatalog
+from relata.ingest.folder import Folder, FolderTooBig, IgnoreRules, TooBig
+from relata.ingest.service import IngestRequest, IngestService
+from relata.ingest.versions import VersionService
+
+log = logging.getLogger("relata.watch")
+
+#: What happens to a deleted file's item.
+ON_DELETE = ("delete", "keep")
+#: A running watch whose owner has not written for this long is taken to be dead.
+LEASE = timedelta(seconds=60)
+#: How often (milliseconds) a watcher with nothing to do writes that it is alive.
+HEARTBEAT_MS = 5000
+#: The longest wait before a failed pass is tried again (seconds).
+MAX_BACKOFF = 60.0
+
+
+class WatchBusy(Conflict):
+    """Another live process watches this folder into this workspace."""
+
+    code = "watch_busy"
+
+
+@dataclass
+class SyncReport:
+    """What one pass did, by relative path."""
+
+    ingested: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    renamed: list[tuple[str, str]] = field(default_factory=list)
+    linked: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    refused: list[tuple[str, str]] = field(default_factory=list)
+    unchanged: int = 0
+
+    @property
+    def counts(self) -> WatchCounts:
+        return WatchCounts(
+            ingested=len(self.ingested), updated=len(self.updated), deleted=len(self.deleted)
+        )
+
+    def line(self) -> str:
+        return (
+            f"ingested {len(self.ingested)}, updated {len(self.updated)}, renamed "
+            f"{len(self.renamed)}, linked {len(self.linked)}, removed {len(self.deleted)}, "
+            f"refused {len(self.refused)}, unchanged {self.unchanged}"
+        )
+
+    def empty(self) -> bool:
+        return not (
+            self.ingested
+            or self.updated
+            or self.renamed
+            or self.linked
+            or self.deleted
+            or self.refused
+        )
+
+
+class FolderSync:
+    """The comparison of a folder with its recorded state (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        state: WatchStateRepository,
+        ingest: IngestService,
+        versions: VersionService,
+        items: ItemCatalog,
+        clock: Clock,
+        workspace_id: str,
+        watch_id: str,
+        folder: Folder,
+        on_delete: str,
+        actor: Actor,
+    ) -> None:
+        if on_delete not in ON_DELETE:
+            raise ValueError(f"on_delete must be one of {', '.join(ON_DELETE)}")
+        self._state = state
+        self._ingest = ingest
+        self._versions = versions
+        self._items = items
+        self._clock = clock
+        self._ws = workspace_id
+        self._watch = watch_id
+        self.folder = folder
+        self._on_delete = on_delete
+        self._actor = actor
+        #: Called every hundred files of a pass, so a long one keeps the watch's lease.
+        self.heartbeat: Callable[[], None] | None = None
+
+    def reconcile(self, scopes: Iterable[str] | None = None) -> SyncReport:
+        """Compare the folder (or only ``scopes``: relative files or folders) with the state
+        and act on every difference; additions before removals, so a rename seen as two
+        events keeps its item."""
+        report = SyncReport()
+        known: dict[str, WatchedFile] = {}
+        seen: dict[str, Any] = {}
+        for scope in _outermost(scopes):
+            known.update(self._state.files(self._ws, self._watch, scope))
+            for s in self.folder.scan(scope):
+                seen[s.rel] = s
+        gone = {rel: f for rel, f in known.items() if rel not in seen}
+        gone_by_hash = {f.sha256: rel for rel, f in gone.items() if f.item_id and f.sha256}
+        for n, rel in enumerate(sorted(seen)):
+            if self.heartbeat is not None and n % 100 == 99:
+                self.heartbeat()
+            s = seen[rel]
+            old = known.get(rel)
+            if s.refusal is not None:
+                self._refuse(rel, s.size_bytes, s.mtime_ns, s.refusal, old, report)
+                continue
+            if old is not None and (old.size_bytes, old.mtime_ns) == (s.size_bytes, s.mtime_ns):
+                report.unchanged += 1
+                continue
+            try:
+                data = self.folder.read(rel)
+            except TooBig as exc:
+                self._refuse(rel, s.size_bytes, s.mtime_ns, str(exc), old, report)
+                continue
+            except OSError:
+                continue  # gone or replaced since the scan: its own event follows
+            digest = content_hash(data)
+            now_file = WatchedFile(rel, None, len(data), s.mtime_ns, digest)
+            if old is not None and old.sha256 == digest and old.error is None:
+                self._put(_with(now_file, old.item_id))
+                report.unchanged += 1
+                continue
+            source = gone_by_hash.pop(digest, None) if old is None else None
+            if source is not None:
+                self._state.move(
+                    self._ws,
+                    self._watch,
+                    source,
+                    _with(now_file, gone.pop(source).item_id),
+                    self._clock.now(),
+                )
+                report.renamed.append((source, rel))
+                continue
+            if old is not None and old.item_id is not None:
+                self._new_version(now_file, data, old, report)
+            else:
+                self._new_item(now_file, data, report)
+        for rel in sorted(gone):
+            self._forget(gone[rel], report)
+        return report
+
+    # ------------------------------------------------------------ the actions
+    def _put(self, f: WatchedFile) -> None:
+        self._state.put(self._ws, self._watch, f, self._clock.now())
+
+    def _refuse(
+        self,
+        rel: str,
+        size: int,
+        mtime: int,
+        reason: str,
+        old: WatchedFile | None,
+        report: SyncReport,
+    ) -> None:
+        if (
+            old is not None
+            and old.error == reason
+            and (old.size_bytes, old.mtime_ns)
+            == (
+                size,
+                mtime,
+            )
+        ):
+            report.unchanged += 1
+            return
+        item_id = old.item_id if old is not None else None
+        self._put(WatchedFile(rel, item_id, size, mtime, old.sha256 if old else "", reason))
+        report.refused.append((rel, reason))
+
+    def _new_item(self, f: WatchedFile, data: bytes, report: SyncReport) -> None:
+        request = IngestRequest(data=data, filename=f.path.rsplit("/", 1)[-1])
+        try:
+            item = self._ingest.ingest(self._ws, request, actor=self._actor)
+        except DuplicateItem as exc:
+            # Its bytes are an item already: this file's own, ingested by a watcher killed
+            # before it wrote the row, or another path's (a copy). Link, never ingest twice.
+            self._put(_with(f, exc.existing_id))
+            report.linked.append(f.path)
+            return
+        except ValidationError as exc:  # unsupported type, empty, too large
+            self._put(WatchedFile(f.path, None, f.size_bytes, f.mtime_ns, f.sha256, exc.message))
+            report.refused.append((f.path, exc.message))
+            return
+        self._put(_with(f, item.id))
+        report.ingested.append(f.path)
+
+    def _new_version(
+        self, f: WatchedFile, data: bytes, old: WatchedFile, report: SyncReport
+    ) -> None:
+        assert old.item_id is not None
+        name = f.path.rsplit("/", 1)[-1]
+        try:
+            with self._versions.admit():
+                done = self._versions.upload(
+                    self._ws, old.item_id, data, filename=name, actor=self._actor
+                )
+        except NotFound:  # the item was deleted from the workspace meanwhile
+            self._new_item(f, data, report)
+            return
+        except DuplicateItem as exc:
+            # The file now holds another item's bytes: it is that item; its old item goes
+            # as a deleted file's would.
+            self._put(_with(f, exc.existing_id))
+            report.linked.append(f.path)
+            self._drop_item(old.item_id, report, f.path)
+            return
+        except ValidationError as exc:
+            self._put(
+                WatchedFile(f.path, old.item_id, f.size_bytes, f.mtime_ns, f.sha256, exc.message)
+            )
+            report.refused.append((f.path, exc.message))
+            return
+        self._put(_with(f, old.item_id))
+        if done.unchanged:  # a version made by a watcher killed before its row
+            report.unchanged += 1
+        else:
+            report.updated.append(f.path)
+
+    def _forget(self, f: WatchedFile, report: SyncReport) -> None:
+        """A file that is gone: its item first (so a crash repeats the delete), then the row."""
+        if f.item_id is not None:
+            self._drop_item(f.item_id, report, f.path, leaving=f.path)
+        self._state.remove(self._ws, self._watch, f.path)
+
+    def _drop_item(
+        self, item_id: str, report: SyncReport, label: str, *, leaving: str | None = None
+    ) -> None:
+        """Delete the item (RELATA_WATCH_ON_DELETE=delete) unless another tracked file is it."""
+        if self._on_delete != "delete":
+            return
+        still = self._state.references(self._ws, item_id) - (1 if leaving else 0)
+        if still > 0:
+            return
+        # NotFound: deleted already (by a watcher killed before it dropped the row, or a person).
+        with contextlib.suppress(NotFound):
+            self._items.delete(self._ws, item_id, actor=self._actor)
+        report.deleted.append(label)
+
+
+def _with(f: WatchedFile, item_id: str | None) -> WatchedFile:
+    return WatchedFile(f.path, item_id, f.size_bytes, f.mtime_ns, f.sha256, f.error)
+
+
+def _outermost(scopes: Iterable[str] | None) -> list[str | None]:
+    """The scopes without those inside another (None, the whole folder, covers all)."""
+    if scopes is None:
+        return [None]
+    out: list[str] = []
+    for s in sorted(set(scopes)):
+        if not any(s == o or s.startswith(o + "/") for o in out):
+            out.append(s)
+    return list(out)
+
+
+# ---------------------------------------------------------------- the watcher
+class Watcher:
+    """One watch of a folder into a workspace: claimed, caught up, then fed by watchfiles'
+    debounced events until ``stop`` is set."""
+
+    def __init__(
+        self,
+        sync: FolderSync,
+        state: WatchStateRepository,
+        clock: Clock,
+        *,
+        workspace_id: str,
+        watch_id: str,
+        rescan_seconds: float,
+        on_pass: Callable[[SyncReport], None] | None = None,
+    ) -> None:
+        self.sync = sync
+        self._state = state
+        self._clock = clock
+        self.workspace_id = workspace_id
+        self.watch_id = watch_id
+        self._rescan = rescan_seconds
+        self._on_pass = on_pass
+        sync.heartbeat = self._beat
+
+    def _beat(self) -> None:
+        self._state.beat(self.workspace_id, self.watch_id, self._clock.now())
+
+    @property
+    def root(self) -> Path:
+        return self.sync.folder.root
+
+    def status(self) -> WatchStatus:
+        return self._state.status(self.workspace_id, self.watch_id)
+
+    def claim(self) -> None:
+        """Mark the watch as this process's; ``WatchBusy`` when a live process has it."""
+        current = self.status()
+        host, pid = socket.gethostname(), os.getpid()
+        if current.state is WatchState.RUNNING and _owner_alive(current, host, pid, self._clock):
+            raise WatchBusy(
+                f"{current.root} is watched into this workspace by process {current.owner_pid} "
+                f"on {current.owner_host} already"
+            )
+        self._state.claim(self.workspace_id, self.watch_id, host, pid, self._clock.now())
+
+    def release(self) -> None:
+        self._state.release(self.workspace_id, self.watch_id, self._clock.now())
+
+    def catch_up(self) -> SyncReport:
+        """One full pass: the folder against the state."""
+        return self._pass(None)
+
+    def _pass(self, scopes: Iterable[str] | None) -> SyncReport:
+        try:
+            report = self.sync.reconcile(scopes)
+        except FolderTooBig as exc:
+            self._state.beat(self.workspace_id, self.watch_id, self._clock.now(), error=str(exc))
+            raise
+        self._state.beat(
+            self.workspace_id,
+            self.watch_id,
+            self._clock.now(),
+            counts=report.counts,
+            scanned=scopes is None,
+            clear_error=True,
+        )
+        if self._on_pass is not None and not report.empty():
+            self._on_pass(report)
+        return report
+
+    def run(self, stop: threading.Event, *, debounce_ms: int = 800) -> None:
+        """Catch up, then follow the folder's events until ``stop`` is set. A failed pass
+        (the database unreachable, ingestion busy) is recorded as the last error and the
+        folder compared again in full after a growing pause."""
+        import watchfiles
+
+        folder = self.sync.folder
+
+        def wanted(_: Any, path: str) -> bool:
+            rel = folder.rel(path)
+            return rel is not None and not folder.ignore.ignored(rel)
+
+        backoff = 0.0
+        need_full = True
+        last_full = 0.0
+        while not stop.is_set():
+            try:
+                if need_full:
+                    self._pass(None)
+                    need_full, backoff, last_full = False, 0.0, time.monotonic()
+                # What changed between that pass and the start of the watch has no event:
+                # the first yield (an event, or the heartbeat timeout) compares in full again.
+                fresh = True
+                for changes in watchfiles.watch(
+                    folder.root,
+                    watch_filter=wanted,
+                    debounce=debounce_ms,
+                    stop_event=stop,
+                    rust_timeout=HEARTBEAT_MS,
+                    yield_on_timeout=True,
+                    raise_interrupt=False,
+                    ignore_permission_denied=True,
+                ):
+                    if fresh or time.monotonic() - last_full >= self._rescan:
+                        self._pass(None)
+                        fresh, last_full = False, time.monotonic()
+                        continue
+                    if not changes:
+                        self._beat()
+                        continue
+                    scopes = {r for _, p in changes if (r := folder.rel(p)) is not None}
+                    self._pass(scopes)
+            except FolderTooBig:
+                backoff = MAX_BACKOFF
+                need_full = True
+            except (RelataError, OSError, RuntimeError) as exc:
+                # RuntimeError: watchfiles' own (the folder vanished, the watch limit).
+                backoff = min(MAX_BACKOFF, max(1.0, backoff * 2))
+                need_full = True
+                log.warning(
+                    "watch pass failed; comparing the whole folder again",
+                    extra={"fields": {"error_type": type(exc).__name__, "retry_in": backoff}},
+                )
+                self._record_error(exc)
+            if need_full and backoff:
+                stop.wait(backoff)
+
+    def _record_error(self, exc: Exception) -> None:
+        message = exc.message if isinstance(exc, RelataError) else f"{type(exc).__name__}: {exc}"
+        try:
+            self._state.beat(self.workspace_id, self.watch_id, self._clock.now(), error=message)
+        except Exception as again:  # the database is what failed: the log has it
+            log.warning(
+                "could not record the watch error",
+                extra={"fields": {"error_type": type(again).__name__}},
+            )
+
+
+def _owner_alive(status: WatchStatus, host: str, pid: int, clock: Clock) -> bool:
+    """Whether the watch's recorded owner may still be running: its heartbeat is recent and,
+    on this host, its process exists and is not this one (a restarted container reuses
+    PIDs)."""
+    if status.heartbeat_at is None or clock.now() - status.heartbeat_at > LEASE:
+        return False
+    if status.owner_host != host:
+        return True
+    if status.owner_pid is None or status.owner_pid == pid:
+        return False
+    try:
+        os.kill(status.owner_pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+# ---------------------------------------------------------------- the service
+class FolderWatches:
+    """Builds watchers over the container's services and reads watch statuses."""
+
+    def __init__(
+        self,
+        state: WatchStateRepository,
+        ingest: IngestService,
+        versions: VersionService,
+        items: ItemCatalog,
+        clock: Clock,
+        *,
+        max_upload_bytes: int,
+        on_delete: str,
+        ignore: Iterable[str],
+        rescan_seconds: float,
+    ) -> None:
+        self._state = state
+        self._ingest = ingest
+        self._versions = versions
+        self._items = items
+        self._clock = clock
+        self.max_upload_bytes = max_upload_bytes
+        self.on_delete = on_delete
+        self.ignore = tuple(ignore)
+        self.rescan_seconds = rescan_seconds
+
+    def statuses(self, workspace_id: str) -> list[WatchStatus]:
+        return self._state.statuses(workspace_id)
+
+    def watcher(
+        self,
+        workspace_id: str,
+        root: Path,
+        *,
+        ignore: Iterable[str] = (),
+        on_delete: str | None = None,
+        actor: Actor = SYSTEM_ACTOR,
+        on_pass: Callable[[SyncReport], None] | None = None,
+    ) -> Watcher:
+        """A watcher of ``root`` (an existing folder) into the workspace; ``ValidationError``
+        naming what is wrong with the folder or the patterns."""
+        if not root.is_dir():
+            raise ValidationError(f"{root} is not a folder", field="dir")
+        resolved = root.resolve()
+        try:
+            rules = IgnoreRules((*self.ignore, *ignore))
+        except ValueError as exc:
+            raise ValidationError(str(exc), field="ignore") from None
+        mode = on_delete or self.on_delete
+        if mode not in ON_DELETE:
+            raise ValidationError(
+                f"on delete must be one of {', '.join(ON_DELETE)}", field="on_delete"
+            )
+        watch_id = self._state.open(workspace_id, str(resolved), self._clock.now())
+        sync = FolderSync(
+            state=self._state,
+            ingest=self._ingest,
+            versions=self._versions,
+            items=self._items,
+            clock=self._clock,
+            workspace_id=workspace_id,
+            watch_id=watch_id,
+            folder=Folder(resolved, rules, max_bytes=self.max_upload_bytes),
+            on_delete=mode,
+            actor=actor,
+        )
+        return Watcher(
+            sync,
+            self._state,
+            self._clock,
+            workspace_id=workspace_id,
+            watch_id=watch_id,
+            rescan_seconds=self.rescan_seconds,
+            on_pass=on_pass,
+        )
