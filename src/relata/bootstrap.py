@@ -66,7 +66,7 @@ from relata.ingest.recovery import Recovery
 from relata.ingest.service import IngestService
 from relata.ingest.stages import ChunkSettings, ChunkStage, ParseStage
 from relata.ingest.versions import VersionService
-from relata.ingest.watch import FolderWatches
+from relata.ingest.watcher import FolderWatches
 from relata.jobs.queue import JobQueue
 from relata.jobs.registry import HandlerRegistry
 from relata.jobs.retry import Backoff, FailureClassifier

@@ -9,9 +9,12 @@ settings page of any process reads the status.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Protocol
+
+#: A running watch whose owner has not written for this long is taken to be dead.
+LEASE = timedelta(seconds=60)
 
 
 class WatchState(StrEnum):
@@ -55,6 +58,14 @@ class WatchStatus:
     last_error: str | None
     owner_host: str | None
     owner_pid: int | None
+
+    def live(self, now: datetime) -> bool:
+        """Running, with a heartbeat within ``LEASE`` (a killed watcher stays "running")."""
+        return (
+            self.state is WatchState.RUNNING
+            and self.heartbeat_at is not None
+            and now - self.heartbeat_at <= LEASE
+        )
 
 
 @dataclass(frozen=True, slots=True)

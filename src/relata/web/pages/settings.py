@@ -1,4 +1,5 @@
-"""Settings: providers, models, the vector count check, re-embedding, API tokens, members.
+"""Settings: providers, models, the vector count check, re-embedding, API tokens, members,
+watched folders.
 
 Everything comes from the services the API uses, in the API's shapes:
 
@@ -17,7 +18,10 @@ Everything comes from the services the API uses, in the API's shapes:
   change roles and remove members here, and invite people (``relata.web.pages.invitations``:
   the link shown once, the pending invitations listed with a Revoke button). Nobody is added
   by username. A refused change (the last owner, a member already) is the settings page
-  again with the message beside the members' forms.
+  again with the message beside the members' forms;
+- watched folders (``c.watches.statuses``, read from the database, so the page of any HTTP
+  process shows the watcher of the process that runs it): folder (to editors and owners),
+  state, last full scan, files tracked, ingested, updated, removed and refused, last error.
 """
 
 from __future__ import annotations
@@ -102,6 +106,8 @@ def _context(c: Container, who: Page) -> dict[str, Any]:
         "invite_days": INVITE_DAYS,
         "default_days": DEFAULT_DAYS,
         "invite_form_once": secrets.token_urlsafe(16),
+        "watches": c.watches.statuses(who.workspace_id),
+        "now": c.clock.now(),
     }
 
 
