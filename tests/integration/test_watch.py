@@ -258,9 +258,7 @@ def test_a_running_watcher_follows_creates_changes_renames_and_deletes(
     assert w.status().state is WatchState.STOPPED
 
 
-def test_a_second_live_watcher_of_the_same_folder_is_refused(
-    c: Container, folder: Path
-) -> None:
+def test_a_second_live_watcher_of_the_same_folder_is_refused(c: Container, folder: Path) -> None:
     first = _watcher(c, folder)
     first.claim()
     assert first.status().live(c.clock.now())
