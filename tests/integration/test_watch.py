@@ -22,7 +22,7 @@ from relata.domain.watch import WatchState
 from relata.ids import content_hash
 from relata.ingest.service import IngestRequest
 from relata.ingest.watch import SyncReport
-from relata.ingest.watcher import Watcher, WatchBusy
+from relata.ingest.watcher import WatchBusy, Watcher
 from tests.support.ingest import built, drain, workspace_id
 
 pytestmark = pytest.mark.both_dialects
