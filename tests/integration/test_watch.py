@@ -204,6 +204,9 @@ def test_ignored_names_are_left_alone_and_refusals_are_recorded_with_a_reason(
     assert "outside the folder" in reasons["link.txt"]
     assert "4096" in reasons["big.txt"] and "RELATA_MAX_UPLOAD_BYTES" in reasons["big.txt"]
     assert reasons["blob.bin"] and reasons["empty.txt"]
+    # An event naming a file behind the linked folder (notify may follow it) reads nothing.
+    assert w.sync.reconcile(["linkdir/secret.txt"]).empty()
+    assert w.sync.reconcile(["linkdir"]).empty()
     assert c.repos.items.find_by_content_hash(ws, content_hash(secret.read_bytes())) is None
     assert _live_items(c) == 1
     assert w.status().failed == 4

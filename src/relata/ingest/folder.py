@@ -96,12 +96,14 @@ class Folder:
         start = self.root / scope if scope else self.root
         count = 0
         if scope is not None:
-            if self.ignore.ignored(scope):
-                return
+            if self.ignore.ignored(scope) or not self._plain_parents(scope):
+                return  # as a full scan: what lies behind a linked folder is not there
             try:
                 st = os.lstat(start)
             except OSError:
                 return
+            if stat.S_ISLNK(st.st_mode) and start.is_dir():
+                return  # a linked folder is not entered (nor listed, as by os.walk)
             if not stat.S_ISDIR(st.st_mode):
                 yield self.look(scope, st)
                 return
@@ -124,6 +126,12 @@ class Folder:
                 except OSError:
                     continue  # gone since it was listed: the next event or scan sees it
                 yield self.look(rel, st)
+
+    def _plain_parents(self, rel: str) -> bool:
+        """Whether every folder on the way to ``rel`` is a real folder of this one, not a
+        symbolic link (which ``lstat`` and ``O_NOFOLLOW`` would pass through)."""
+        parent = (self.root / rel).parent
+        return os.path.realpath(parent) == str(parent)
 
     def _rel_of(self, path: Path) -> str:
         return path.relative_to(self.root).as_posix()
@@ -163,6 +171,8 @@ class Folder:
         only when it leads to a regular file inside the folder. ``OSError`` when it cannot
         be read (gone, say)."""
         path = self.root / rel
+        if not self._plain_parents(rel):
+            raise OSError("inside a symbolic link to a folder")
         if path.is_symlink():
             target = self._link_target(rel)
             if target is None:
