@@ -273,3 +273,21 @@ def test_a_second_live_watcher_of_the_same_folder_is_refused(c: Container, folde
         _watcher(c, folder).claim()
     first.release()
     _watcher(c, folder).claim()  # a stopped watch is anyone's
+
+
+def test_a_file_still_being_written_waits_for_a_later_pass_with_the_removals(
+    c: Container, folder: Path
+) -> None:
+    old = _write(folder / "old-name.txt", "A report copied, not moved, to a new name.")
+    w = _watcher(c, folder)
+    w.catch_up()
+    item_id = _tracked(c, w)["old-name.txt"]
+    (folder / "new-name.txt").write_bytes(old.read_bytes())  # a copy: a fresh mtime
+    old.unlink()
+    settle = 60 * 1_000_000_000
+    waiting = w.sync.reconcile(["new-name.txt", "old-name.txt"], settle_ns=settle)
+    assert waiting.empty() and set(waiting.deferred) == {"new-name.txt", "old-name.txt"}
+    assert _tracked(c, w) == {"old-name.txt": item_id}
+    done = w.sync.reconcile(waiting.deferred)
+    assert done.renamed == [("old-name.txt", "new-name.txt")]
+    assert _tracked(c, w) == {"new-name.txt": item_id}

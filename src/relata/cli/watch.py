@@ -81,6 +81,24 @@ def print_pass(report: SyncReport) -> None:
         print(f"refused: {rel}: {reason}", file=sys.stderr, flush=True)
 
 
+def log_pass(report: SyncReport) -> None:
+    """A pass of ``relata serve``'s watcher, as counts (file names stay out of the log)."""
+    c = report.counts
+    log.info(
+        "watched folder updated",
+        extra={
+            "fields": {
+                "ingested": c.ingested,
+                "updated": c.updated,
+                "deleted": c.deleted,
+                "renamed": len(report.renamed),
+                "linked": len(report.linked),
+                "refused": len(report.refused),
+            }
+        },
+    )
+
+
 def _watch(args: argparse.Namespace) -> int:
     from relata.cli.ingest import resolve_workspace
     from relata.domain.errors import RelataError
@@ -142,7 +160,7 @@ def start_background(c: Container, stop: threading.Event) -> threading.Thread | 
         return None
     try:
         ws = c.workspaces.resolve(settings.watch_workspace or settings.default_workspace)
-        watcher = c.watches.watcher(ws.id, Path(settings.watch_dir).expanduser())
+        watcher = c.watches.watcher(ws.id, Path(settings.watch_dir).expanduser(), on_pass=log_pass)
         watcher.claim()
     except RelataError as exc:
         log.error(

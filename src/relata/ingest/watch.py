@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -71,6 +72,8 @@ class SyncReport:
     deleted: list[str] = field(default_factory=list)
     refused: list[tuple[str, str]] = field(default_factory=list)
     unchanged: int = 0
+    #: Files left for a later pass: modified too recently (still being written).
+    deferred: list[str] = field(default_factory=list)
 
     @property
     def counts(self) -> WatchCounts:
@@ -128,11 +131,13 @@ class FolderSync:
         #: Called every hundred files of a pass, so a long one keeps the watch's lease.
         self.heartbeat: Callable[[], None] | None = None
 
-    def reconcile(self, scopes: Iterable[str] | None = None) -> SyncReport:
+    def reconcile(self, scopes: Iterable[str] | None = None, *, settle_ns: int = 0) -> SyncReport:
         """Compare the folder (or only ``scopes``: relative files or folders) with the state
         and act on every difference; additions before removals, so a rename seen as two
-        events keeps its item."""
+        events keeps its item. A new or changed file modified less than ``settle_ns`` ago
+        is left alone (``deferred``): it is probably still being written."""
         report = SyncReport()
+        now_ns = time.time_ns()
         known: dict[str, WatchedFile] = {}
         seen: dict[str, Any] = {}
         for scope in _outermost(scopes):
@@ -151,6 +156,9 @@ class FolderSync:
                 continue
             if old is not None and (old.size_bytes, old.mtime_ns) == (s.size_bytes, s.mtime_ns):
                 report.unchanged += 1
+                continue
+            if settle_ns and 0 <= now_ns - s.mtime_ns < settle_ns:
+                report.deferred.append(rel)
                 continue
             try:
                 data = self.folder.read(rel)
@@ -180,6 +188,11 @@ class FolderSync:
                 self._new_version(now_file, data, old, report)
             else:
                 self._new_item(now_file, data, report)
+        if report.deferred:
+            # A file being written may be a gone one's copy: both wait for the next pass, so
+            # the copy keeps the item.
+            report.deferred.extend(sorted(gone))
+            return report
         for rel in sorted(gone):
             self._forget(gone[rel], report)
         return report

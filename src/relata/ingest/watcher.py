@@ -27,8 +27,14 @@ from relata.ingest.watch import ON_DELETE, FolderSync, SyncReport
 
 log = logging.getLogger("relata.watch")
 
-#: How often (milliseconds) a watcher with nothing to do writes that it is alive.
-HEARTBEAT_MS = 5000
+#: How often (seconds) a watcher with nothing to do writes that it is alive.
+HEARTBEAT = 5.0
+#: How long (milliseconds) watchfiles waits for an event before yielding nothing, so that
+#: deferred files are looked at again and the heartbeat is written.
+TICK_MS = 1000
+#: A file modified less than this long ago (nanoseconds) is left to a later pass while the
+#: watcher follows events: it is probably still being written (a copy, a download).
+SETTLE_NS = 1_000_000_000
 #: The longest wait before a failed pass is tried again (seconds).
 MAX_BACKOFF = 60.0
 
@@ -62,9 +68,11 @@ class Watcher:
         self._rescan = rescan_seconds
         self._on_pass = on_pass
         sync.heartbeat = self._beat
+        self._last_beat = 0.0
 
     def _beat(self) -> None:
         self._state.beat(self.workspace_id, self.watch_id, self._clock.now())
+        self._last_beat = time.monotonic()
 
     @property
     def root(self) -> Path:
@@ -91,9 +99,9 @@ class Watcher:
         """One full pass: the folder against the state."""
         return self._pass(None)
 
-    def _pass(self, scopes: Iterable[str] | None) -> SyncReport:
+    def _pass(self, scopes: Iterable[str] | None, *, settle_ns: int = 0) -> SyncReport:
         try:
-            report = self.sync.reconcile(scopes)
+            report = self.sync.reconcile(scopes, settle_ns=settle_ns)
         except FolderTooBig as exc:
             self._state.beat(self.workspace_id, self.watch_id, self._clock.now(), error=str(exc))
             raise
@@ -105,12 +113,14 @@ class Watcher:
             scanned=scopes is None,
             clear_error=True,
         )
+        self._last_beat = time.monotonic()
         if self._on_pass is not None and not report.empty():
             self._on_pass(report)
         return report
 
     def run(self, stop: threading.Event, *, debounce_ms: int = 800) -> None:
-        """Catch up, then follow the folder's events until ``stop`` is set. A failed pass
+        """Catch up, then follow the folder's events until ``stop`` is set. A file still
+        being written (modified in the last second) waits for a later pass. A failed pass
         (the database unreachable, ingestion busy) is recorded as the last error and the
         folder compared again in full after a growing pause."""
         import watchfiles
@@ -130,27 +140,30 @@ class Watcher:
                     self._pass(None)
                     need_full, backoff, last_full = False, 0.0, time.monotonic()
                 # What changed between that pass and the start of the watch has no event:
-                # the first yield (an event, or the heartbeat timeout) compares in full again.
+                # the first yield (an event, or the tick) compares in full again.
                 fresh = True
+                pending: set[str] = set()
                 for changes in watchfiles.watch(
                     folder.root,
                     watch_filter=wanted,
                     debounce=debounce_ms,
                     stop_event=stop,
-                    rust_timeout=HEARTBEAT_MS,
+                    rust_timeout=TICK_MS,
                     yield_on_timeout=True,
                     raise_interrupt=False,
                     ignore_permission_denied=True,
                 ):
                     if fresh or time.monotonic() - last_full >= self._rescan:
                         self._pass(None)
-                        fresh, last_full = False, time.monotonic()
-                        continue
-                    if not changes:
-                        self._beat()
+                        fresh, last_full, pending = False, time.monotonic(), set()
                         continue
                     scopes = {r for _, p in changes if (r := folder.rel(p)) is not None}
-                    self._pass(scopes)
+                    scopes |= pending
+                    if scopes:
+                        report = self._pass(scopes, settle_ns=SETTLE_NS)
+                        pending = set(report.deferred)
+                    elif time.monotonic() - self._last_beat >= HEARTBEAT:
+                        self._beat()
             except FolderTooBig:
                 backoff = MAX_BACKOFF
                 need_full = True
