@@ -165,8 +165,12 @@ class FolderSync:
             except TooBig as exc:
                 self._refuse(rel, s.size_bytes, s.mtime_ns, str(exc), old, report)
                 continue
-            except OSError:
-                continue  # gone or replaced since the scan: its own event follows
+            except FileNotFoundError:
+                continue  # gone since the scan: its own event follows
+            except OSError as exc:  # unreadable (permissions, say): said, tried when changed
+                reason = f"cannot read the file ({exc.strerror or exc})"
+                self._refuse(rel, s.size_bytes, s.mtime_ns, reason, old, report)
+                continue
             digest = content_hash(data)
             now_file = WatchedFile(rel, None, len(data), s.mtime_ns, digest)
             if old is not None and old.sha256 == digest and old.error is None:
