@@ -25,8 +25,10 @@ Bounded and explicit:
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, TypeVar
 from urllib.parse import quote
 
 import httpx
@@ -35,6 +37,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 import relata
 from relata.api.v1.auth import MeOut
+from relata.api.v1.exchange import ImportOut
 from relata.api.v1.item_schemas import ItemDetailOut
 from relata.domain.errors import (
     Conflict,
@@ -52,6 +55,7 @@ from relata.domain.models import SourceType
 from relata.domain.vocabulary import (
     ContradictionStatus,
     EntityType,
+    ExportFormat,
     RelationshipType,
     Resolution,
 )
@@ -353,6 +357,79 @@ class RelataClient:
         if relationship_type is not None:
             body["relationship_type"] = str(relationship_type)
         return self._post(RelationshipOut, f"/relationships/{_seg(relationship_id)}/review", body)
+
+    def export(self, fmt: ExportFormat | str, out: Path, *, with_originals: bool = False) -> int:
+        """``GET /export``: the workspace's export (``jsonl``, ``csv`` or ``graphml``) streamed
+        into the file ``out`` (written beside it, renamed into place when complete; not
+        bounded by ``max_response_bytes``: it goes to disk). Returns the bytes written."""
+        try:
+            chosen = ExportFormat(fmt)
+        except ValueError:
+            allowed = ", ".join(f.value for f in ExportFormat)
+            raise ValidationError(f"format must be one of: {allowed}", field="format") from None
+        params = {"format": chosen.value}
+        if with_originals:
+            params["with_originals"] = "true"
+        partial = out.with_name(out.name + ".part")
+        written = 0
+        try:
+            with self._http.stream("GET", "/export", params=params) as resp:
+                if resp.status_code >= 400:
+                    raise _error(resp.status_code, _head(resp, self.max_response_bytes))
+                with partial.open("wb") as sink:
+                    for piece in resp.iter_bytes():
+                        sink.write(piece)
+                        written += len(piece)
+            partial.replace(out)
+        except httpx.TimeoutException:
+            raise Unavailable(f"{self.base_url} did not answer GET /export in time") from None
+        except httpx.TransportError as exc:
+            raise Unavailable(
+                f"cannot reach Relata at {self.base_url} ({type(exc).__name__})"
+            ) from None
+        finally:
+            partial.unlink(missing_ok=True)
+        return written
+
+    def import_jsonl(self, path: Path) -> ImportOut:
+        """``POST /import``: the JSON Lines export ``path`` into the token's workspace, which
+        must be empty (an owner's token); the file is sent as it is read, never whole."""
+        try:
+            with (
+                path.open("rb") as source,
+                self._http.stream(
+                    "POST",
+                    "/import",
+                    content=_read_in_pieces(source),
+                    headers={"Content-Type": "application/x-ndjson"},
+                ) as resp,
+            ):
+                data = _head(resp, self.max_response_bytes)
+                status = resp.status_code
+        except httpx.TimeoutException:
+            raise Unavailable(f"{self.base_url} did not answer POST /import in time") from None
+        except httpx.TransportError as exc:
+            raise Unavailable(
+                f"cannot reach Relata at {self.base_url} ({type(exc).__name__})"
+            ) from None
+        if status >= 400:
+            raise _error(status, data)
+        return self._parse(TypeAdapter(ImportOut), data)
+
+
+def _head(resp: httpx.Response, limit: int) -> bytes:
+    """At most ``limit`` bytes of a response body (an error's, or a small answer)."""
+    data = bytearray()
+    for piece in resp.iter_bytes():
+        data.extend(piece)
+        if len(data) > limit:
+            break
+    return bytes(data[:limit])
+
+
+def _read_in_pieces(source: BinaryIO, size: int = 256 * 1024) -> Iterator[bytes]:
+    while piece := source.read(size):
+        yield piece
 
 
 def _seg(value: str) -> str:

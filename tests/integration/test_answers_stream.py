@@ -1,13 +1,14 @@
 """POST /api/v1/answers streamed (``Accept: text/event-stream``), over HTTP against the real
-app (SQLite) and a real local OpenAI-compatible server that streams (tests.support.fake_provider),
-and once against the real llama.cpp server (slow).
+app (SQLite) and a real local server that streams as OpenAI-compatible servers and Ollama do
+(tests.support.fake_provider), and once against the real llama.cpp server (slow).
 
 What is checked: the events come in order (``sources``, ``delta``..., one ``final``); the
 deltas are the answer's text as it was written, with every citation marker held back, so an
 invented citation never appears before the final event, where it does not resolve; the final
-event is exactly the non-streamed response; a model that cannot stream (Ollama) or no model
-gives the same events; a provider failure mid-stream is one ``error`` event in the error shape;
-a bad request is still an ordinary 400; nothing of the content is logged.
+event is exactly the non-streamed response; Ollama's native API streams too (JSON Lines, from
+the same local server in Ollama's wire format), and no model gives the same events; a
+provider failure mid-stream is one ``error`` event in the error shape; a bad request is
+still an ordinary 400; nothing of the content is logged.
 """
 
 from __future__ import annotations
@@ -160,9 +161,10 @@ def test_a_rejected_reply_streams_its_text_but_the_final_event_withdraws_it(
     assert final["answer"] is None and final["citations"] == []
 
 
-def test_a_model_that_cannot_stream_gives_the_same_events(
+def test_ollama_streams_its_answer_in_the_same_events(
     sqlite_settings: Settings, fake: FakeProvider
 ) -> None:
+    """Ollama's native API streams JSON Lines; the events are the OpenAI-compatible ones."""
     fake.chat_content = lambda doc: reply(
         f"The array has twelve turbines [{ref_of(doc, 'twelve turbines')}].", []
     )
@@ -170,10 +172,13 @@ def test_a_model_that_cannot_stream_gives_the_same_events(
         ingest(c, TURBINES)
         with client_for(c) as client:
             evs = events(client)
-    assert [n for n, _ in evs] == ["sources", "delta", "final"]
-    assert evs[1][1] == {"text": "The array has twelve turbines."}
-    assert evs[2][1]["status"] == "ok"
-    assert all(not r.json.get("stream") for r in fake.requests_to("/api/chat"))
+            plain = client.post("/api/v1/answers", json={"question": QUESTION}).json()
+    assert names(evs) == ["sources", "delta", "final"]
+    assert sum(1 for n, _ in evs if n == "delta") > 5  # written piece by piece
+    assert streamed_text(evs) == "The array has twelve turbines."
+    assert evs[-1][1]["status"] == "ok" and evs[-1][1] == plain
+    asked = [r.json["stream"] for r in fake.requests_to("/api/chat") if "question" in str(r.json)]
+    assert asked[-2:] == [True, False]  # the streamed answer, then the plain one
 
 
 def test_without_a_model_the_stream_is_the_sources_and_the_unavailable_answer(

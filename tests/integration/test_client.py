@@ -1,16 +1,20 @@
 """relata.client against the real app served over HTTP (the demo corpus): typed answers, the
 API's errors as domain errors naming what was wrong, another workspace's ids not found, a
-response over the bound refused, an unreachable server Unavailable."""
+response over the bound refused, an unreachable server Unavailable; an export streamed to a
+file and imported into an empty workspace."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
+import networkx as nx
 import pytest
 
 from relata.bootstrap import Container
 from relata.client import RelataClient
 from relata.domain.errors import (
+    Conflict,
     Forbidden,
     NotFound,
     Permanent,
@@ -91,3 +95,28 @@ def test_an_unreachable_server_is_unavailable() -> None:
         gone.search("anything")
     with pytest.raises(ValidationError):
         RelataClient("ftp://example.org", "rl_x")
+
+
+def test_export_to_a_file_and_import_into_an_empty_workspace(
+    demo_container: Container, base_url: str, tmp_path: Path
+) -> None:
+    c = demo_container
+    out = tmp_path / "default.jsonl"
+    with _client(c, base_url, role=Role.VIEWER) as reader:
+        written = reader.export("jsonl", out)
+        assert written == out.stat().st_size > 1000
+        reader.export("graphml", tmp_path / "default.graphml")
+        with pytest.raises(Forbidden):
+            reader.import_jsonl(out)  # a viewer writes nothing
+    assert nx.read_graphml(tmp_path / "default.graphml").number_of_nodes() > 5
+    assert not list(tmp_path.glob("*.part"))
+    copy, _ = c.workspaces.ensure("copy")
+    user = make_user(c, workspace=copy, role=Role.OWNER)
+    with RelataClient(base_url, make_token(c, user, workspace=copy, role=Role.OWNER)) as owner:
+        report = owner.import_jsonl(out)
+        assert report.workspace == "copy" and report.counts["items"] == 5
+        with pytest.raises(Conflict, match="already holds"):
+            owner.import_jsonl(out)
+        with pytest.raises(ValidationError, match="format"):
+            owner.export("xlsx", tmp_path / "x")
+    assert len(c.items.list(copy.id, limit=10)) == 5

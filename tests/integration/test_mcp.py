@@ -9,6 +9,7 @@ answering not found exactly like missing ones, and a bad token refused before th
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -209,10 +210,16 @@ def test_another_workspaces_ids_answer_not_found_like_missing_ones(
             found = structured(await mine.call_tool("search", {"query": "turbines"}))
             page = structured(await mine.call_tool("list_disagreements", {}))
             entity = structured(await mine.call_tool("look_up_entity", {"name": "Kestrel"}))
+            links: list[dict[str, Any]] = []
+            for result in found["results"]:
+                got = await mine.call_tool("related_items", {"item_id": result["item"]["id"]})
+                links = links or structured(got)["related"]
+            assert links, "the demo story has related items"
             return {
                 "item": found["results"][0]["item"]["id"],
                 "contradiction": page["contradictions"][0]["id"],
                 "entity": entity["entity"]["id"],
+                "relationship": links[0]["id"],
             }
 
     theirs: dict[str, str] = {}
@@ -230,6 +237,10 @@ def test_another_workspaces_ids_answer_not_found_like_missing_ones(
             "contradiction_id": i["contradiction"],
             "resolution": "both_valid",
         },
+        "review_relationship": lambda i: {
+            "relationship_id": i["relationship"],
+            "decision": "reject",
+        },
     }
     missing = dict.fromkeys(theirs, MISSING)
 
@@ -244,6 +255,9 @@ def test_another_workspaces_ids_answer_not_found_like_missing_ones(
             assert found["results"] == []
             page = structured(await stranger.call_tool("list_disagreements", {}))
             assert page["contradictions"] == []
+            asked = structured(await stranger.call_tool("ask", {"question": "How many turbines?"}))
+            assert asked["sources"] == [] and asked["contradictions"] == []
+            assert not any(v in json.dumps(asked) for v in theirs.values())
 
     run(scenario)
 
@@ -276,7 +290,7 @@ def test_a_cross_origin_post_is_refused(c: Container, base_url: str) -> None:
 
 
 @pytest.mark.slow
-def test_stdio_on_the_local_database(c: Container) -> None:
+def test_stdio_on_the_local_database(c: Container, other: Workspace) -> None:
     async def scenario() -> None:
         async with over_stdio([], cli_env(c)) as mcp:
             assert await _tool_names(mcp) == READING | WRITING
@@ -290,6 +304,12 @@ def test_stdio_on_the_local_database(c: Container) -> None:
             assert added["status"] == "pending"
         async with over_stdio(["--read-only"], cli_env(c)) as reader:
             assert await _tool_names(reader) == READING
+        # Another workspace of the same database sees none of it.
+        async with over_stdio(["--workspace", "other"], cli_env(c)) as elsewhere:
+            cross = await elsewhere.call_tool("get_item", {"item_id": first})
+            assert error_code(cross) == "not_found"
+            found = structured(await elsewhere.call_tool("search", {"query": "tidal turbines"}))
+            assert found["results"] == []
 
     run(scenario)
     events = c.audit.list(c.workspaces.resolve().id, limit=5)

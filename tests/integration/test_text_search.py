@@ -260,6 +260,56 @@ def test_highlights_point_at_every_matched_word(store: Store) -> None:
     assert "light" in hits[0].matched_terms and "photosynthesis" in hits[0].matched_terms
 
 
+def test_ranking_without_marks_then_marking_the_page_gives_what_a_marked_search_gives(
+    store: Store,
+) -> None:
+    """The search service ranks without marks and marks only its page: the order, scores,
+    matched words and highlight offsets must be the marked search's, on both dialects."""
+    store.add(store.a, "Running light", "She runs at first light. Lighting the track helps.")
+    store.add(store.a, "Plants", "Photosynthesis turns light into sugar.", pieces=["Photo", "x"])
+    store.add(store.a, "Nothing", "An unrelated note about turbines.")
+    store.add(store.b, "Other workspace", "running light photosynthesis")
+    query = "running light photosynthesis"
+    marked = store.search.search_items(store.a, query, limit=10)
+    bare = store.search.search_items(store.a, query, limit=10, marks=False)
+    assert [(h.id, h.score, h.rank) for h in bare] == [(h.id, h.score, h.rank) for h in marked]
+    assert all(h.matched_terms == () for h in bare) and all(h.matched_terms for h in marked)
+    words = store.search.mark_items(store.a, query, [h.id for h in bare])
+    assert words == {h.id: h.matched_terms for h in marked}
+
+    marked_chunks = store.search.search_chunks(store.a, query, limit=10)
+    bare_chunks = store.search.search_chunks(store.a, query, limit=10, marks=False)
+    assert [(h.chunk_id, h.score) for h in bare_chunks] == [
+        (h.chunk_id, h.score) for h in marked_chunks
+    ]
+    assert all(h.highlights == () and h.matched_terms == () for h in bare_chunks)
+    found = store.search.mark_chunks(store.a, query, [h.chunk_id for h in bare_chunks])
+    assert {k: (v.matched_terms, v.highlights) for k, v in found.items()} == {
+        h.chunk_id: (h.matched_terms, h.highlights) for h in marked_chunks
+    }
+    # Another workspace's ids, unknown ids and a query with no words mark nothing.
+    other = store.search.search_items(store.b, query, limit=10)
+    assert store.search.mark_items(store.a, query, [h.id for h in other]) == {}
+    assert store.search.mark_items(store.a, query, [new_id()]) == {}
+    assert store.search.mark_chunks(store.a, "?!", [h.chunk_id for h in bare_chunks]) == {}
+    assert store.search.mark_items(store.a, query, []) == {}
+    with pytest.raises(ValidationError) as err:
+        store.search.mark_chunks(store.a, query, [new_id() for _ in range(1001)])
+    assert err.value.field == "chunk_ids"
+
+
+def test_items_can_be_searched_among_given_ids(store: Store) -> None:
+    one = store.add(store.a, "Turbines", "A wind turbine blade.")
+    two = store.add(store.a, "More turbines", "Turbine towers and turbine blades.")
+    assert [h.id for h in store.search.search_items(store.a, "turbine", limit=5)] == [
+        two.id,
+        one.id,
+    ]
+    found = store.search.search_items(store.a, "turbine", limit=5, item_ids=[one.id])
+    assert [h.id for h in found] == [one.id]
+    assert store.search.search_items(store.a, "turbine", limit=5, item_ids=[]) == []
+
+
 def test_unicode_text_is_searchable_and_offsets_count_characters(store: Store) -> None:
     text = "Ünïcödé 🌱 prefix — naïve café résumé"
     store.add(store.a, "Accents", text)

@@ -137,6 +137,8 @@ PROBES: dict[str, Probe] = {
     "GET /api/v1/entities/{entity_id}": P(path={"entity_id": "entity"}),
     "GET /api/v1/graph": P(query={"entity": "{entity}"}),
     "GET /api/v1/export": P(query={"format": "jsonl"}),
+    # Owners only, into an empty workspace (alpha is not): a JSON body is no export (415).
+    "POST /api/v1/import": P(body={"record": "item", "id": "{item}"}),
     "GET /api/v1/aliases": P(),
     "POST /api/v1/aliases/{alias_id}/decision": P(
         path={"alias_id": "alias"}, body={"status": "rejected"}

@@ -17,10 +17,15 @@ Routes (anything else is 404 with an error envelope):
 * ``GET  /api/tags``             Ollama model list  ``{"models": [{"name": ...}]}``
 * ``GET  /v1/models``            OpenAI model list  ``{"data": [{"id": ...}]}``
 
-A chat request with ``"stream": true`` is answered as an OpenAI-compatible event stream: the
-content in ``stream_piece``-character deltas (``chat.completion.chunk`` events), then
-``data: [DONE]``; ``Reply(pause=...)`` (else ``stream_pause``) waits that long before each
-event, ``Reply(cut_after=n)`` ends the stream after ``n`` events without ``[DONE]``.
+A chat request with ``"stream": true`` is streamed in each provider's own wire format: on
+``/v1/chat/completions`` as an OpenAI-compatible event stream (the content in
+``stream_piece``-character deltas, ``chat.completion.chunk`` events, then ``data: [DONE]``); on
+``/api/chat`` as Ollama's JSON Lines (``application/x-ndjson``: one object per line with
+``message.content`` and ``"done": false``, then a last ``"done": true`` line with
+``done_reason`` and the counts, as ``ollama serve`` writes them). ``Reply(pause=...)`` (else
+``stream_pause``) waits that long before each event or line, ``Reply(cut_after=n)`` ends the
+stream after ``n`` of them without the end marker, and ``Reply(trickle=...)`` (Ollama only)
+writes the lines in 7-byte pieces, so a line arrives split across reads.
 
 Vectors are deterministic per text (``fake_vector``), so a test can check order and pairing.
 Chat content is ``chat_content`` (a string, or a function of the request JSON).
@@ -288,6 +293,9 @@ def _make_handler(fake: FakeProvider) -> type[BaseHTTPRequestHandler]:
             if streamed and path == "/v1/chat/completions" and plain and self._authorised(headers):
                 self._send_stream(fake._content(doc), doc, reply)
                 return
+            if streamed and path == "/api/chat" and plain:
+                self._send_ndjson(fake._content(doc), doc, reply)
+                return
             status, body = self._body(method, path, doc, headers, reply)
             self._send(status, reply, body)
 
@@ -339,6 +347,52 @@ def _make_handler(fake: FakeProvider) -> type[BaseHTTPRequestHandler]:
                 self.send_header("Transfer-Encoding", "chunked")
                 self.end_headers()
                 pause = reply.pause or fake.stream_pause
+                for piece in frames:
+                    if pause and fake._closing.wait(pause):
+                        return
+                    self.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
+                    self.wfile.flush()
+                self.wfile.write(b"0\r\n\r\n")
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client stopped listening
+
+        def _send_ndjson(self, content: str, doc: dict[str, Any], reply: Reply) -> None:
+            n = max(1, fake.stream_piece)
+            model = doc.get("model")
+            stamp = "2026-01-01T00:00:00.000000Z"
+            lines = [
+                {
+                    "model": model,
+                    "created_at": stamp,
+                    "message": {"role": "assistant", "content": content[i : i + n]},
+                    "done": False,
+                }
+                for i in range(0, len(content), n)
+            ]
+            frames = [json.dumps(line).encode() + b"\n" for line in lines]
+            if reply.cut_after is not None:
+                frames = frames[: reply.cut_after]
+            else:
+                last = {
+                    "model": model,
+                    "created_at": stamp,
+                    "message": {"role": "assistant", "content": ""},
+                    "done_reason": "stop",
+                    "done": True,
+                    "total_duration": 1000,
+                    "prompt_eval_count": 12,
+                    "eval_count": len(lines),
+                }
+                frames.append(json.dumps(last).encode() + b"\n")
+            if reply.trickle:
+                joined = b"".join(frames)
+                frames = [joined[i : i + 7] for i in range(0, len(joined), 7)]
+            try:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-ndjson")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                pause = reply.pause or fake.stream_pause or reply.trickle
                 for piece in frames:
                     if pause and fake._closing.wait(pause):
                         return

@@ -36,7 +36,10 @@ def build_analysis(
         )
     elif provider == "ollama":
         analyser = OllamaAnalyser(
-            base_url=settings.ollama_url, model=settings.ai_model, timeout=settings.ai_timeout
+            base_url=settings.ollama_url,
+            model=settings.ai_model,
+            timeout=settings.ai_timeout,
+            stream_idle_timeout=settings.ai_stream_idle_timeout,
         )
     else:
         return AnalysisService.disabled(

@@ -177,6 +177,7 @@ def create_app(
             "sign_in": BodyKind.SIGN_IN,
             "create_item": BodyKind.UPLOAD,
             "put_content": BodyKind.UPLOAD,
+            "import_workspace": BodyKind.IMPORT,
         },
         default=BodyKind.JSON,
     )

@@ -7,6 +7,7 @@ Every request with a body is of one class, by the route it is for:
   ``SIGN_IN_MAX_BYTES``, fixed; the only class a caller without credentials may send;
 - **upload** (``POST /api/v1/items`` as multipart or JSON, the web library's upload form):
   ``RELATA_MAX_UPLOAD_BYTES`` per file plus ``UPLOAD_FORM_ALLOWANCE`` for the form's fields;
+- **import** (``POST /api/v1/import``, a JSON Lines export): ``RELATA_MAX_IMPORT_BYTES``;
 - **form** (any other path of the web): ``RELATA_MAX_FORM_BYTES``;
 - **JSON** (any other path of the API): ``RELATA_MAX_JSON_BYTES``.
 
@@ -67,6 +68,7 @@ class BodyKind(enum.StrEnum):
     FORM = "form"
     SIGN_IN = "sign-in"
     UPLOAD = "upload"
+    IMPORT = "import"
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +93,7 @@ class BodyLimits:
     json: int
     form: int
     upload_file: int
+    import_file: int = 1 << 30
 
     @classmethod
     def from_settings(cls, settings: Settings) -> BodyLimits:
@@ -98,6 +101,7 @@ class BodyLimits:
             json=settings.max_json_bytes,
             form=settings.max_form_bytes,
             upload_file=settings.max_upload_bytes,
+            import_file=settings.max_import_bytes,
         )
 
     def upload_limit(self, files: int = 1) -> int:
@@ -119,6 +123,14 @@ class BodyLimits:
                 f"{UPLOAD_FORM_ALLOWANCE} bytes of form fields"
             )
             return BodyRule(kind, limit, message, field=field)
+        if kind is BodyKind.IMPORT:
+            return BodyRule(
+                kind,
+                self.import_file,
+                f"the import is over the limit of {self.import_file} bytes "
+                "(RELATA_MAX_IMPORT_BYTES)",
+                field="body",
+            )
         if kind is BodyKind.SIGN_IN:
             return BodyRule(
                 kind,

@@ -53,7 +53,8 @@ _DESCRIPTIONS = {
     404: "not found in the caller's workspace",
     409: "conflict; for a duplicate upload `error.existing_id` is the item that has the bytes",
     413: "the request body is over its limit (RELATA_MAX_JSON_BYTES; an upload's "
-    "RELATA_MAX_UPLOAD_BYTES; a sign-in's is fixed), or an upload over a parse limit; "
+    "RELATA_MAX_UPLOAD_BYTES; an import's RELATA_MAX_IMPORT_BYTES; a sign-in's is fixed), or "
+    "an upload over a parse limit; "
     "the message names the limit",
     415: "content of a type Relata does not accept",
     429: "too many failed sign-ins for this account or address; retry after `Retry-After`",

@@ -514,6 +514,16 @@ SETTINGS: tuple[Setting, ...] = (
         "upload form: several files of it); a longer body is refused with 413 as it streams.",
     ),
     Setting(
+        "RELATA_MAX_IMPORT_BYTES",
+        "max_import_bytes",
+        _int(1024, 1 << 40),
+        "1073741824",
+        "bytes (1024-1099511627776)",
+        "Largest JSON Lines export accepted by POST /api/v1/import (default 1 GiB); the body "
+        "is written to a temporary file in the data dir as it streams in, and a longer one is "
+        "refused with 413. `relata import` reads a local file and is not bounded by it.",
+    ),
+    Setting(
         "RELATA_KEEP_PREVIOUS_ORIGINALS",
         "keep_previous_originals",
         _int(0, 10_000),
@@ -945,6 +955,7 @@ class Settings:
     job_backoff_max_seconds: float = 300.0
     ingest_concurrency: int = 4
     max_upload_bytes: int = 52_428_800
+    max_import_bytes: int = 1_073_741_824
     keep_previous_originals: int = 5
     watch_dir: str = ""
     watch_workspace: str = ""

@@ -784,10 +784,24 @@ class ChunkTextHit:
     highlights: tuple[tuple[int, int], ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class TextMarks:
+    """What the index matched in one chunk: the document words (lower-cased) and their
+    ``(start, end)`` offsets into the chunk's text (code points, end exclusive)."""
+
+    matched_terms: tuple[str, ...] = ()
+    highlights: tuple[tuple[int, int], ...] = ()
+
+
 class TextSearch(Protocol):
     """Full-text legs of search. Always workspace-filtered (``MissingWorkspace`` on an empty
     one), live items only; a query with no words returns ``[]``; user query syntax is never
-    interpreted (terms are ORed). ``item_ids=[]`` matches nothing, ``None`` means no filter."""
+    interpreted (terms are ORed). ``item_ids=[]`` matches nothing, ``None`` means no filter.
+
+    ``marks=False`` ranks only: the hits carry no matched terms or highlights, which cost more
+    than the ranking (the highlighter re-reads every hit's text). A caller that shows a page
+    of a longer candidate list ranks without marks, then asks ``mark_items`` /
+    ``mark_chunks`` for the page: the same words and offsets the marked search gives."""
 
     def search_items(
         self,
@@ -798,6 +812,8 @@ class TextSearch(Protocol):
         source_type: str | None = None,
         created_from: datetime | None = None,
         created_to: datetime | None = None,
+        item_ids: Sequence[str] | None = None,
+        marks: bool = True,
     ) -> list[TextHit]: ...
     def search_chunks(
         self,
@@ -806,7 +822,22 @@ class TextSearch(Protocol):
         *,
         limit: int,
         item_ids: Sequence[str] | None = None,
+        marks: bool = True,
     ) -> list[ChunkTextHit]: ...
+    def mark_items(
+        self, workspace_id: str, query: str, item_ids: Sequence[str]
+    ) -> dict[str, tuple[str, ...]]:
+        """The words of each live item the query matched (title and best passage), as
+        ``search_items`` reports them; items that match nothing are left out."""
+        ...
+
+    def mark_chunks(
+        self, workspace_id: str, query: str, chunk_ids: Sequence[str]
+    ) -> dict[str, TextMarks]:
+        """Matched words and highlight offsets of each live chunk, as ``search_chunks``
+        reports them; chunks that match nothing are left out."""
+        ...
+
     def items_containing(
         self,
         workspace_id: str,

@@ -5,7 +5,9 @@ export starts: a download cut short still read what it read) and returns the exp
 generator of byte chunks, written from bounded batches of rows as they are read
 (``exchange.reading``, ``exchange.formats``). ``import_jsonl`` checks a whole JSON Lines
 file, creates the workspace if needed (refusing one that holds anything), writes it and
-records ``workspace.imported`` with what it counted (``exchange.importing``).
+records ``workspace.imported`` with what it counted (``exchange.importing``); ``import_into``
+does the same into an existing empty workspace (the API's ``POST /api/v1/import``, which
+spools the request body to a file first).
 """
 
 from __future__ import annotations
@@ -95,15 +97,31 @@ class ExchangeService:
         return formats.graphml(reader, workspace.slug)
 
     def import_jsonl(self, path: Path, slug: str, *, actor: Actor) -> ImportReport:
-        """``path`` (a JSON Lines export) into the workspace ``slug``, created if missing;
-        ``Conflict`` when it holds items or entities, ``RecordError`` naming a bad line."""
+        """``path`` (a JSON Lines export) into the workspace ``slug``, created if missing
+        (``relata import``); ``Conflict`` when it holds items or entities, ``RecordError``
+        naming a bad line."""
         ids = check_file(path, max_upload_bytes=self._max_upload)
         workspace, created = self._workspaces.ensure(slug, actor=actor)
-        if not created and not WorkspaceReader(self._db, workspace.id).is_empty():
+        if not created:
+            self.check_empty(workspace)
+        return self._write(path, workspace, ids, actor)
+
+    def import_into(self, path: Path, workspace: Workspace, *, actor: Actor) -> ImportReport:
+        """``path`` into an existing, empty ``workspace`` (``POST /api/v1/import``): the same
+        checks and writes as ``import_jsonl``."""
+        self.check_empty(workspace)
+        ids = check_file(path, max_upload_bytes=self._max_upload)
+        return self._write(path, workspace, ids, actor)
+
+    def check_empty(self, workspace: Workspace) -> None:
+        """``Conflict`` unless ``workspace`` holds no item and no entity."""
+        if not WorkspaceReader(self._db, workspace.id).is_empty():
             raise Conflict(
-                f"workspace {slug!r} already holds items or entities: import into a new or "
-                "empty workspace"
+                f"workspace {workspace.slug!r} already holds items or entities: import into a "
+                "new or empty workspace"
             )
+
+    def _write(self, path: Path, workspace: Workspace, ids: set[str], actor: Actor) -> ImportReport:
         report = write_file(
             path,
             self._db,

@@ -1,13 +1,16 @@
-"""Streamed outbound HTTP: Server-Sent Events from a provider, under the rules of ``http.py``.
+"""Streamed outbound HTTP: a provider's answer as it arrives, under the rules of ``http.py``.
 
-``post_sse`` POSTs a JSON body and yields the answer's events as they arrive (an
-OpenAI-compatible ``"stream": true`` chat completion). It keeps every rule of the one safe
+``post_sse`` POSTs a JSON body and yields the answer's Server-Sent Events as they arrive (an
+OpenAI-compatible ``"stream": true`` chat completion); ``post_ndjson`` yields the lines of a
+JSON Lines answer (``application/x-ndjson``: Ollama's ``/api/chat`` with ``"stream": true``).
+Both keep every rule of the one safe
 HTTP path (``relata.providers.http``): redirects refused (``Permanent``), an error status read
 up to 64 KiB for its message (``StatusError``, with ``Retry-After``), every secret and bearer
 token redacted from errors, bodies never logged. Streaming adds two bounds of its own:
 
 * **size**: at most ``max_bytes`` in all (``ResponseTooLarge``), a line at most
   ``MAX_LINE_BYTES`` and one event's data at most ``MAX_EVENT_BYTES`` (``MalformedResponse``);
+  a reply of another content type than the one asked for is ``MalformedResponse``;
 * **time**: the whole stream must end within ``min(the client's timeout,
   cancel.remaining())``, and no byte may be more than ``idle_timeout`` seconds after the last
   one (docs/decisions/0042-streaming-answers.md, ``RELATA_AI_STREAM_IDLE_TIMEOUT``). Either
@@ -21,7 +24,8 @@ at its next chunk, or at the latest when its own read timeout expires.
 ``SseParser`` is the event-stream format of the WHATWG HTML standard (section 9.2), reduced
 to what a provider sends: ``event``, ``data`` (multi-line data joined by ``\\n``), comments
 ignored, ``id`` and ``retry`` ignored, an event dispatched at a blank line, an unfinished
-event at the end of the stream discarded.
+event at the end of the stream discarded. ``NdjsonParser`` splits JSON Lines at LF (a CR
+before it dropped, blank lines skipped); a last line without its LF is still a line.
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ MAX_LINE_BYTES: Final = 256 * 1024
 MAX_EVENT_BYTES: Final = 1024 * 1024
 _POLL_SECONDS: Final = 0.05
 _QUEUE_CHUNKS: Final = 64
+NDJSON: Final = "application/x-ndjson"
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +132,41 @@ class SseParser:
         return SseEvent("\n".join(data), kind or "message")
 
 
+class NdjsonParser:
+    """Bytes in, lines out (JSON Lines, see the module docstring); each line at most
+    ``max_line_bytes``. Lines are returned as text, not decoded as JSON: the caller judges."""
+
+    def __init__(self, *, max_line_bytes: int = MAX_LINE_BYTES) -> None:
+        self._max_line = max_line_bytes
+        self._line = bytearray()
+
+    def feed(self, chunk: bytes) -> list[str]:
+        out: list[str] = []
+        start = 0
+        while True:
+            end = chunk.find(b"\n", start)
+            piece = chunk[start:] if end < 0 else chunk[start:end]
+            if len(self._line) + len(piece) > self._max_line:
+                raise MalformedResponse(f"JSON Lines line longer than {self._max_line} bytes")
+            self._line += piece
+            if end < 0:
+                return out
+            line = self._take()
+            if line:
+                out.append(line)
+            start = end + 1
+
+    def finish(self) -> list[str]:
+        """The last line, when the stream ended without its LF."""
+        line = self._take()
+        return [line] if line else []
+
+    def _take(self) -> str:
+        raw = bytes(self._line).removesuffix(b"\r")
+        self._line.clear()
+        return raw.decode("utf-8", errors="replace").strip()
+
+
 def post_sse(
     client: httpx.Client,
     url: str,
@@ -141,6 +181,75 @@ def post_sse(
 ) -> Generator[SseEvent, None, None]:
     """POST ``body`` as JSON and yield the response's events as they arrive (see the module
     docstring). Close the generator to stop early."""
+    chunks = _post_stream(
+        client,
+        url,
+        body,
+        op=op,
+        headers=headers,
+        kind="text/event-stream",
+        max_bytes=max_bytes,
+        idle_timeout=idle_timeout,
+        cancel=cancel,
+        secrets=secrets,
+    )
+    parser = SseParser()
+    try:
+        for chunk in chunks:
+            yield from parser.feed(chunk)
+    finally:
+        chunks.close()
+
+
+def post_ndjson(
+    client: httpx.Client,
+    url: str,
+    body: dict[str, Any],
+    *,
+    op: str,
+    headers: Mapping[str, str],
+    max_bytes: int,
+    idle_timeout: float,
+    cancel: Cancel,
+    secrets: tuple[str, ...] = (),
+) -> Generator[str, None, None]:
+    """POST ``body`` as JSON and yield the lines of the JSON Lines response as they arrive
+    (see the module docstring). Close the generator to stop early."""
+    chunks = _post_stream(
+        client,
+        url,
+        body,
+        op=op,
+        headers=headers,
+        kind=NDJSON,
+        max_bytes=max_bytes,
+        idle_timeout=idle_timeout,
+        cancel=cancel,
+        secrets=secrets,
+    )
+    parser = NdjsonParser()
+    try:
+        for chunk in chunks:
+            yield from parser.feed(chunk)
+        yield from parser.finish()
+    finally:
+        chunks.close()
+
+
+def _post_stream(
+    client: httpx.Client,
+    url: str,
+    body: dict[str, Any],
+    *,
+    op: str,
+    headers: Mapping[str, str],
+    kind: str,
+    max_bytes: int,
+    idle_timeout: float,
+    cancel: Cancel,
+    secrets: tuple[str, ...],
+) -> Generator[bytes, None, None]:
+    """The response body's chunks as they arrive, every bound of the module docstring held."""
     if idle_timeout <= 0:
         raise ValueError("idle_timeout must be positive")
     cancel.raise_if_cancelled()
@@ -153,16 +262,15 @@ def post_sse(
     where = f"POST {safe_url(url)}"
     feed = _Feed()
     request = _StreamRequest(
-        client, url, body, op, {**headers, "Accept": "text/event-stream"}, max_bytes, idle, secrets
+        client, url, body, op, {**headers, "Accept": kind}, kind, max_bytes, idle, secrets
     )
     worker = threading.Thread(
-        target=request.run, args=(feed,), name=f"relata-sse-{op}", daemon=True
+        target=request.run, args=(feed,), name=f"relata-stream-{op}", daemon=True
     )
     started = time.monotonic()
     deadline = started + budget
     last = started
-    parser = SseParser()
-    events = 0
+    chunks = 0
     worker.start()
     try:
         while True:
@@ -186,9 +294,8 @@ def post_sse(
             if item is _END or not isinstance(item, bytes):
                 break
             last = now
-            for event in parser.feed(item):
-                events += 1
-                yield event
+            chunks += 1
+            yield item
             if time.monotonic() >= deadline:
                 raise ProviderUnreachable(f"{op}: {where} did not finish within {budget:.1f}s")
     finally:
@@ -198,7 +305,7 @@ def post_sse(
             extra={
                 "fields": {
                     "op": op,
-                    "events": events,
+                    "chunks": chunks,
                     "elapsed_ms": round((time.monotonic() - started) * 1000, 1),
                 }
             },
@@ -231,6 +338,7 @@ class _StreamRequest:
     body: dict[str, Any]
     op: str
     headers: dict[str, str]
+    kind: str
     max_bytes: int
     idle: float
     secrets: tuple[str, ...]
@@ -278,9 +386,10 @@ class _StreamRequest:
                     retry_after=retry_after(resp.headers.get("retry-after")),
                 )
             kind = resp.headers.get("content-type", "").split(";")[0].strip().lower()
-            if kind != "text/event-stream":
+            if kind != self.kind:
+                what = "an event stream" if self.kind == "text/event-stream" else self.kind
                 raise MalformedResponse(
-                    f"{self.op}: {where} answered {kind or 'no content type'}, not an event stream"
+                    f"{self.op}: {where} answered {kind or 'no content type'}, not {what}"
                 )
             total = 0
             for chunk in resp.iter_bytes():

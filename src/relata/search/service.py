@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -36,7 +36,7 @@ from relata.domain.ports import (
 )
 from relata.domain.vocabulary import SearchLeg
 from relata.entities.normalise import normalise_name
-from relata.ranking.aggregate import ChunkHit, best_chunk_per_item
+from relata.ranking.aggregate import MAX_TERMS_PER_ITEM, ChunkHit, best_chunk_per_item
 from relata.ranking.fusion import (
     LEGS,
     LEXICAL_LEGS,
@@ -66,6 +66,8 @@ EXPANSION_MAX = 20
 #: Query word n-grams matched to entity keys: up to this many words, of this many first words.
 MAX_NGRAM_WORDS = 5
 MAX_QUERY_WORDS = 24
+#: The relevance floor's look-up of a query's content words: among this many text hits.
+MAX_WORDED_LOOKUP = 1000
 _WORD = re.compile(r"[\w][\w'’.&-]*")
 #: A leg whose provider did not answer: the others still run, and a note says so.
 UNAVAILABLE = "unavailable"
@@ -248,16 +250,23 @@ class SearchService:
         """The similarity under which a result found by meaning alone is a weak match."""
         return self._meaning_floor
 
-    def is_weak(self, explanation: Explanation) -> bool:
+    def is_weak(self, explanation: Explanation, *, worded: bool | None = None) -> bool:
         """Under the relevance floor (ADR 40): nothing but meaning found it (no entity the
         query names, no relationship to a result that passed, and no word of the query
         other than function words like "how" or "do") and its similarity is under the
-        floor. A floor of 0 (off, an uncalibrated model, no embedder) calls nothing weak."""
+        floor. A floor of 0 (off, an uncalibrated model, no embedder) calls nothing weak.
+
+        ``worded`` says whether the item holds a word of the query other than a function
+        word, where the caller looked it up (the legs rank without marks); when ``None``,
+        the lexical legs' matched terms say it."""
         if self._meaning_floor <= 0:
             return False
         for c in explanation.legs:
             if c.leg in LEXICAL_LEGS:
-                if not c.matched_terms or not all(_function_word(t) for t in c.matched_terms):
+                if worded is not None:
+                    if worded:
+                        return False
+                elif not c.matched_terms or not all(_function_word(t) for t in c.matched_terms):
                     return False
             elif c.leg != SearchLeg.VECTOR:
                 return False
@@ -274,7 +283,6 @@ class SearchService:
         notes: list[str] = []
         leg_state: dict[str, str] = {}
         hits: dict[str, Sequence[LegHit] | None] = {}
-        highlights: dict[str, tuple[tuple[int, int], ...]] = {}
         n = max(self._candidates, query.offset + query.limit)
         source = query.source_type.value if query.source_type else None
 
@@ -305,9 +313,7 @@ class SearchService:
         # release the GIL), each on a pooled thread, and wait for all of them.
         runners = {
             SearchLeg.TEXT: lambda: self._text_leg(workspace_id, query, n, timings),
-            SearchLeg.CHUNK_TEXT: lambda: self._chunk_leg(
-                workspace_id, query, n, highlights, timings
-            ),
+            SearchLeg.CHUNK_TEXT: lambda: self._chunk_leg(workspace_id, query, n, timings),
             SearchLeg.VECTOR: lambda: self._vector_leg(workspace_id, query, n, cancel, timings),
             SearchLeg.ENTITY: lambda: self._entity_leg(workspace_id, query, n, timings),
         }
@@ -334,9 +340,10 @@ class SearchService:
         for unbuilt, reason in UNBUILT_LEGS.items():
             if leg_state[unbuilt] == "absent":
                 notes.append(f"{unbuilt} leg absent: {reason}")
+        worded = self._worded(workspace_id, query.text, hits)
         if leg_state[SearchLeg.RELATIONSHIP] == "ran":
             hits[SearchLeg.RELATIONSHIP] = self._relationship_leg(
-                workspace_id, hits, source, query, timings
+                workspace_id, hits, source, query, worded, timings
             )
 
         t0 = time.perf_counter()
@@ -353,7 +360,7 @@ class SearchService:
         live_results = [r for r in fused.results if r.id in live_ids]
         # The relevance floor (ADR 40): weak matches are withheld, or listed after every
         # match that passed when the query asks for them.
-        weak_ids = {r.id for r in live_results if self.is_weak(r.explanation)}
+        weak_ids = {r.id for r in live_results if self.is_weak(r.explanation, worded=worded(r.id))}
         strong = [r for r in live_results if r.id not in weak_ids]
         weak = [r for r in live_results if r.id in weak_ids]
         kept = _numbered(
@@ -367,6 +374,11 @@ class SearchService:
         }
         page = [r for r in window if r.id in live]  # deleted between the two reads
         timings["fuse_and_read"] = _ms(t0)
+
+        t0 = time.perf_counter()
+        highlights: dict[str, tuple[tuple[int, int], ...]] = {}
+        page = self._marked(workspace_id, query.text, page, highlights)
+        timings["marks"] = _ms(t0)
 
         t0 = time.perf_counter()
         excerpts = self._excerpts(workspace_id, query.text, page, highlights)
@@ -419,6 +431,7 @@ class SearchService:
             source_type=query.source_type.value if query.source_type else None,
             created_from=query.created_from,
             created_to=query.created_to,
+            marks=False,
         )
         timings[SearchLeg.TEXT] = _ms(t0)
         return [LegHit(id=h.id, score=h.score, matched_terms=h.matched_terms) for h in found]
@@ -428,20 +441,85 @@ class SearchService:
         workspace_id: str,
         query: SearchQuery,
         n: int,
-        highlights: dict[str, tuple[tuple[int, int], ...]],
         timings: dict[str, float],
     ) -> list[LegHit]:
         t0 = time.perf_counter()
-        found = self._text.search_chunks(workspace_id, query.text, limit=n)
-        for ch in found:
-            highlights[ch.chunk_id] = ch.highlights
+        found = self._text.search_chunks(workspace_id, query.text, limit=n, marks=False)
         timings[SearchLeg.CHUNK_TEXT] = _ms(t0)
-        return best_chunk_per_item(
-            [
-                ChunkHit(c.chunk_id, c.item_id, score=c.score, matched_terms=c.matched_terms)
-                for c in found
-            ]
-        )
+        return best_chunk_per_item([ChunkHit(c.chunk_id, c.item_id, score=c.score) for c in found])
+
+    def _worded(
+        self, workspace_id: str, query: str, hits: dict[str, Sequence[LegHit] | None]
+    ) -> Callable[[str], bool | None]:
+        """Whether an item the text legs found holds a word of the query other than a
+        function word, for the relevance floor: the legs rank without marks, so where the
+        query has function words ("how do ..."), one unranked lookup of the query's other
+        words among those items says which hold one. Without function words in the query,
+        every text hit holds a word that counts."""
+        words = _WORD.findall(query)[:MAX_QUERY_WORDS]
+        if self._meaning_floor <= 0 or not any(_function_word(w) for w in words):
+            return lambda item_id: None
+        found = list(dict.fromkeys(h.id for leg in LEXICAL_LEGS for h in (hits.get(leg) or ())))[
+            :MAX_WORDED_LOOKUP
+        ]
+        content = " ".join(w for w in words if not _function_word(w))
+        holding: set[str] = set()
+        if content and found:
+            holding = {
+                h.id
+                for h in self._text.search_items(
+                    workspace_id, content, limit=len(found), item_ids=found, marks=False
+                )
+            }
+        return lambda item_id: item_id in holding
+
+    def _marked(
+        self,
+        workspace_id: str,
+        query: str,
+        page: list[FusedResult],
+        highlights: dict[str, tuple[tuple[int, int], ...]],
+    ) -> list[FusedResult]:
+        """The page's results with the words the text legs matched in them (their
+        explanations), and the chunk leg's highlight offsets into ``highlights``: the legs
+        ranked without marks, so only the page is marked."""
+        texts = [r.id for r in page if any(c.leg == SearchLeg.TEXT for c in r.explanation.legs)]
+        chunk_ids = [
+            i
+            for r in page
+            for c in r.explanation.legs
+            if c.leg == SearchLeg.CHUNK_TEXT
+            for i in c.chunk_ids
+        ]
+        if not texts and not chunk_ids:
+            return page
+        item_words = self._text.mark_items(workspace_id, query, texts) if texts else {}
+        chunk_marks = self._text.mark_chunks(workspace_id, query, chunk_ids) if chunk_ids else {}
+        for chunk_id, found in chunk_marks.items():
+            highlights[chunk_id] = found.highlights
+        out = []
+        for r in page:
+            legs = []
+            for c in r.explanation.legs:
+                if c.leg == SearchLeg.TEXT:
+                    c = dataclasses.replace(c, matched_terms=item_words.get(r.id, ()))
+                elif c.leg == SearchLeg.CHUNK_TEXT:
+                    words = (
+                        w
+                        for i in c.chunk_ids
+                        if i in chunk_marks
+                        for w in chunk_marks[i].matched_terms
+                    )
+                    c = dataclasses.replace(
+                        c, matched_terms=tuple(dict.fromkeys(words))[:MAX_TERMS_PER_ITEM]
+                    )
+                legs.append(c)
+            terms = dict.fromkeys(t for c in legs for t in c.matched_terms)
+            explanation = dataclasses.replace(
+                r.explanation, legs=tuple(legs), matched_terms=tuple(terms)
+            )
+            out.append(dataclasses.replace(r, explanation=explanation))
+        return out
 
     def _vector_leg(
         self,
@@ -475,6 +553,7 @@ class SearchService:
         hits: dict[str, Sequence[LegHit] | None],
         source: str | None,
         query: SearchQuery,
+        worded: Callable[[str], bool | None],
         timings: dict[str, float],
     ) -> list[LegHit]:
         """Items related to the top results (the other legs fused): a relationship a
@@ -486,7 +565,7 @@ class SearchService:
         first = fuse({k: v for k, v in hits.items() if k != SearchLeg.RELATIONSHIP}, self._fusion)
         # Only results that pass the relevance floor seed the expansion: an item related to
         # a weak match is no match either.
-        passing = [r for r in first.results if not self.is_weak(r.explanation)]
+        passing = [r for r in first.results if not self.is_weak(r.explanation, worded=worded(r.id))]
         top = [r.id for r in passing[: 4 * EXPANSION_SEEDS]]
         live = self._items.filter_live(
             workspace_id,

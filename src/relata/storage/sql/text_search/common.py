@@ -31,7 +31,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from relata.domain.errors import ValidationError
-from relata.domain.ports import ChunkTextHit, TextHit
+from relata.domain.ports import ChunkTextHit, TextHit, TextMarks
 from relata.storage.sql.base import require_workspace, ws_filter
 from relata.storage.sql.engine import Database
 from relata.storage.sql.items import COUNT_LIVE_ITEMS, item_filters
@@ -159,15 +159,43 @@ def fts(name: str) -> Any:
 def chunk_hit(
     chunk_id: str, item_id: str, score: float, rank: int, text: str, marked: str
 ) -> ChunkTextHit:
-    spans = marked_spans(marked, text)
+    found = _marks(text, marked_spans(marked, text))
     return ChunkTextHit(
         chunk_id=chunk_id,
         item_id=item_id,
         score=score,
         rank=rank,
+        matched_terms=found.matched_terms,
+        highlights=found.highlights,
+    )
+
+
+def _marks(text: str, spans: list[tuple[int, int]]) -> TextMarks:
+    return TextMarks(
         matched_terms=distinct_words([text[s:e].lower() for s, e in spans]),
         highlights=tuple(spans),
     )
+
+
+def _check_ids(ids: Sequence[str], field: str) -> bool:
+    """Whether there are ids to look for; more than ``MAX_ITEM_IDS`` is refused."""
+    if len(ids) > MAX_ITEM_IDS:
+        raise ValidationError(f"at most {MAX_ITEM_IDS} {field.replace('_', ' ')}", field=field)
+    return bool(ids)
+
+
+def _rowids(
+    conn: sa.Connection, table: sa.Table, workspace_id: str, ids: Sequence[str], *, live: Any
+) -> dict[Any, str]:
+    """The row keys (``rowid`` on SQLite, the id on PostgreSQL) of the workspace's live rows
+    among ``ids``, mapped to their ids."""
+    key = fts(f"{table.name}.rowid") if conn.dialect.name == "sqlite" else table.c.id
+    rows = conn.execute(
+        sa.select(key.label("doc"), table.c.id).where(
+            table.c.id.in_(list(dict.fromkeys(ids))), ws_filter(table, workspace_id), live
+        )
+    )
+    return {r.doc: r.id for r in rows}
 
 
 class SqlTextSearchBase:
@@ -194,15 +222,35 @@ class SqlTextSearchBase:
         source_type: str | None = None,
         created_from: datetime | None = None,
         created_to: datetime | None = None,
+        item_ids: Sequence[str] | None = None,
+        marks: bool = True,
     ) -> list[TextHit]:
-        """Live items of the workspace matching any query term, best first."""
+        """Live items of the workspace matching any query term, best first.
+
+        ``item_ids`` restricts the search to those items (``[]`` finds nothing);
+        ``marks=False`` leaves out the matched terms (see the port)."""
         scope = [ws_filter(items, workspace_id), items.c.deleted_at.is_(None)]
         limit = check_limit(limit)
+        filters = item_filters(source_type, created_from, created_to)
+        if item_ids is not None:
+            if not _check_ids(item_ids, "item_ids"):
+                return []
+            filters.append(items.c.id.in_(list(item_ids)))
         terms = query_terms(query)
         if not terms:
             return []
-        filters = item_filters(source_type, created_from, created_to)
-        return self._items(workspace_id, terms, scope, filters, limit)
+        return self._items(workspace_id, terms, scope, filters, limit, marks)
+
+    def mark_items(
+        self, workspace_id: str, query: str, item_ids: Sequence[str]
+    ) -> dict[str, tuple[str, ...]]:
+        terms = query_terms(query)
+        if not _check_ids(item_ids, "item_ids") or not terms:
+            return {}
+        with self._db.read() as conn:
+            docs = _rowids(conn, items, workspace_id, item_ids, live=items.c.deleted_at.is_(None))
+            found = self._item_marks(conn, workspace_id, terms, list(docs)) if docs else {}
+        return {docs[doc]: words for doc, words in found.items() if words}
 
     def _items(
         self,
@@ -211,7 +259,14 @@ class SqlTextSearchBase:
         scope: list[Any],
         filters: list[Any],
         limit: int,
+        marks: bool,
     ) -> list[TextHit]:
+        raise NotImplementedError
+
+    def _item_marks(
+        self, conn: sa.Connection, workspace_id: str, terms: list[str], docs: list[Any]
+    ) -> dict[Any, tuple[str, ...]]:
+        """The matched words of each of ``docs`` (the dialect's row keys of live items)."""
         raise NotImplementedError
 
     # ------------------------------------------------------------------ chunks
@@ -222,8 +277,10 @@ class SqlTextSearchBase:
         *,
         limit: int,
         item_ids: Sequence[str] | None = None,
+        marks: bool = True,
     ) -> list[ChunkTextHit]:
-        """Chunks of live items matching any query term, best first, with highlight offsets.
+        """Chunks of live items matching any query term, best first, with highlight offsets
+        (none with ``marks=False``).
 
         ``item_ids`` restricts the search to those items (``[]`` finds nothing).
         """
@@ -235,15 +292,34 @@ class SqlTextSearchBase:
         filters: list[Any] = []
         limit = check_limit(limit)
         if item_ids is not None:
-            if len(item_ids) > MAX_ITEM_IDS:
-                raise ValidationError(f"at most {MAX_ITEM_IDS} item ids", field="item_ids")
-            if not item_ids:
+            if not _check_ids(item_ids, "item_ids"):
                 return []
             filters.append(chunks.c.item_id.in_(list(item_ids)))
         terms = query_terms(query)
         if not terms:
             return []
-        return self._chunks(workspace_id, terms, scope, filters, limit)
+        return self._chunks(workspace_id, terms, scope, filters, limit, marks)
+
+    def mark_chunks(
+        self, workspace_id: str, query: str, chunk_ids: Sequence[str]
+    ) -> dict[str, TextMarks]:
+        terms = query_terms(query)
+        if not _check_ids(chunk_ids, "chunk_ids") or not terms:
+            return {}
+        live = sa.exists().where(
+            items.c.id == chunks.c.item_id,
+            ws_filter(items, workspace_id),
+            items.c.deleted_at.is_(None),
+        )
+        with self._db.read() as conn:
+            docs = _rowids(conn, chunks, workspace_id, chunk_ids, live=live)
+            found = self._chunk_marks(conn, workspace_id, terms, list(docs)) if docs else {}
+        out: dict[str, TextMarks] = {}
+        for doc, (text, marked) in found.items():
+            spans = marked_spans(marked, text)
+            if spans:
+                out[docs[doc]] = _marks(text, spans)
+        return out
 
     def _chunks(
         self,
@@ -252,7 +328,15 @@ class SqlTextSearchBase:
         scope: list[Any],
         filters: list[Any],
         limit: int,
+        marks: bool,
     ) -> list[ChunkTextHit]:
+        raise NotImplementedError
+
+    def _chunk_marks(
+        self, conn: sa.Connection, workspace_id: str, terms: list[str], docs: list[Any]
+    ) -> dict[Any, tuple[str, str]]:
+        """``(text, highlighted text)`` of each of ``docs`` (the dialect's row keys of live
+        chunks) that the terms match."""
         raise NotImplementedError
 
     # ------------------------------------------------------------------ phrases

@@ -46,8 +46,9 @@ class PostgresTextSearch(SqlTextSearchBase):
         scope: list[Any],
         filters: list[Any],
         limit: int,
+        marks: bool,
     ) -> list[TextHit]:
-        return self._pg_items(workspace_id, terms, [*scope, *filters], limit)
+        return self._pg_items(workspace_id, terms, [*scope, *filters], limit, marks)
 
     def _chunks(
         self,
@@ -56,8 +57,9 @@ class PostgresTextSearch(SqlTextSearchBase):
         scope: list[Any],
         filters: list[Any],
         limit: int,
+        marks: bool,
     ) -> list[ChunkTextHit]:
-        return self._pg_chunks(workspace_id, terms, [*scope, *filters], limit)
+        return self._pg_chunks(workspace_id, terms, [*scope, *filters], limit, marks)
 
     def _phrase(self, words: list[str]) -> str:
         return " ".join(words)  # PostgreSQL's phrase query's text
@@ -80,7 +82,7 @@ class PostgresTextSearch(SqlTextSearchBase):
         return conn.execute(_pg_term_holders(scope, words, per_term)).all()
 
     def _pg_items(
-        self, workspace_id: str, terms: list[str], where: list[Any], limit: int
+        self, workspace_id: str, terms: list[str], where: list[Any], limit: int, marks: bool
     ) -> list[TextHit]:
         tsq = _pg_tsquery(terms)
         ranked = _bm25(
@@ -100,27 +102,35 @@ class PostgresTextSearch(SqlTextSearchBase):
             rows = conn.execute(ranked).all()
             if not rows:
                 return []
-            title = _pg_headline(items.c.title, tsq, all_text=True)
-            text = _pg_headline(
-                sa.func.left(sa.func.coalesce(items.c.text, ""), _PG_HEADLINE_CHARS),
-                tsq,
-                all_text=False,
+            found = (
+                self._item_marks(conn, workspace_id, terms, [r.id for r in rows]) if marks else {}
             )
-            found = {
-                m.id: distinct_words([*marked_words(m.title), *marked_words(m.text)])
-                for m in conn.execute(
-                    sa.select(items.c.id, title.label("title"), text.label("text")).where(
-                        items.c.id.in_([r.id for r in rows])
-                    )
-                )
-            }
         return [
             TextHit(id=r.id, score=float(r.score), rank=n, matched_terms=found.get(r.id, ()))
             for n, r in enumerate(rows, start=1)
         ]
 
+    def _item_marks(
+        self, conn: sa.Connection, workspace_id: str, terms: list[str], docs: list[Any]
+    ) -> dict[Any, tuple[str, ...]]:
+        tsq = _pg_tsquery(terms)
+        title = _pg_headline(items.c.title, tsq, all_text=True)
+        text = _pg_headline(
+            sa.func.left(sa.func.coalesce(items.c.text, ""), _PG_HEADLINE_CHARS),
+            tsq,
+            all_text=False,
+        )
+        return {
+            m.id: distinct_words([*marked_words(m.title), *marked_words(m.text)])
+            for m in conn.execute(
+                sa.select(items.c.id, title.label("title"), text.label("text")).where(
+                    items.c.id.in_(docs), ws_filter(items, workspace_id)
+                )
+            )
+        }
+
     def _pg_chunks(
-        self, workspace_id: str, terms: list[str], where: list[Any], limit: int
+        self, workspace_id: str, terms: list[str], where: list[Any], limit: int, marks: bool
     ) -> list[ChunkTextHit]:
         tsq = _pg_tsquery(terms)
         ranked = _bm25(
@@ -139,19 +149,26 @@ class PostgresTextSearch(SqlTextSearchBase):
             rows = conn.execute(ranked).all()
             if not rows:
                 return []
-            headline = _pg_headline(chunks.c.text, tsq, all_text=True)
-            marked = {
-                m.id: (m.text, m.marked or "")
-                for m in conn.execute(
-                    sa.select(chunks.c.id, chunks.c.text, headline.label("marked")).where(
-                        chunks.c.id.in_([r.id for r in rows])
-                    )
-                )
-            }
+            found = (
+                self._chunk_marks(conn, workspace_id, terms, [r.id for r in rows]) if marks else {}
+            )
         return [
-            chunk_hit(r.id, r.item_id, float(r.score), n, *marked.get(r.id, ("", "")))
+            chunk_hit(r.id, r.item_id, float(r.score), n, *found.get(r.id, ("", "")))
             for n, r in enumerate(rows, start=1)
         ]
+
+    def _chunk_marks(
+        self, conn: sa.Connection, workspace_id: str, terms: list[str], docs: list[Any]
+    ) -> dict[Any, tuple[str, str]]:
+        headline = _pg_headline(chunks.c.text, _pg_tsquery(terms), all_text=True)
+        return {
+            m.id: (m.text, m.marked or "")
+            for m in conn.execute(
+                sa.select(chunks.c.id, chunks.c.text, headline.label("marked")).where(
+                    chunks.c.id.in_(docs), ws_filter(chunks, workspace_id)
+                )
+            )
+        }
 
 
 _STATS = sa.table(

@@ -26,7 +26,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from relata.domain.ports import ChunkTextHit, TextHit
+from relata.domain.ports import ChunkTextHit, TextHit, TextMarks
 from relata.storage.sql import workspace_fts
 from relata.storage.sql.tables import chunks, items, workspaces
 from relata.storage.sql.text_search.common import (
@@ -74,6 +74,7 @@ class SqliteTextSearch(SqlTextSearchBase):
         scope: list[Any],
         filters: list[Any],
         limit: int,
+        marks: bool,
     ) -> list[TextHit]:
         name = workspace_fts.names(workspace_id).items
         index = fts(name)
@@ -104,31 +105,33 @@ class SqliteTextSearch(SqlTextSearchBase):
                         )
                     )
                 }
-                marks = {
-                    m.doc: (m.title, m.text)
-                    for m in conn.execute(
-                        sa.select(
-                            rowid.label("doc"),
-                            sa.func.highlight(index, 0, OPEN, CLOSE).label("title"),
-                            sa.func.snippet(index, 1, OPEN, CLOSE, "", _SNIPPET_TOKENS).label(
-                                "text"
-                            ),
-                        )
-                        .select_from(sa.table(name))
-                        .where(
-                            index.op("MATCH")(fts5_query(terms)),
-                            _in_rowids(f"+{name}.rowid", docs),
-                        )
-                    )
-                }
+                words = self._item_marks(conn, workspace_id, terms, docs) if marks else {}
         except _NoIndex:
             return []
-        hits = []
-        for n, (doc, score) in enumerate(page, start=1):
-            title, text = marks.get(doc, (None, None))
-            words = distinct_words([*marked_words(title), *marked_words(text)])
-            hits.append(TextHit(id=ids[doc], score=score, rank=n, matched_terms=words))
-        return hits
+        return [
+            TextHit(id=ids[doc], score=score, rank=n, matched_terms=words.get(doc, ()))
+            for n, (doc, score) in enumerate(page, start=1)
+        ]
+
+    def _item_marks(
+        self, conn: sa.Connection, workspace_id: str, terms: list[str], docs: list[Any]
+    ) -> dict[Any, tuple[str, ...]]:
+        name = workspace_fts.names(workspace_id).items
+        index = fts(name)
+        statement = (
+            sa.select(
+                fts(f"{name}.rowid").label("doc"),
+                sa.func.highlight(index, 0, OPEN, CLOSE).label("title"),
+                sa.func.snippet(index, 1, OPEN, CLOSE, "", _SNIPPET_TOKENS).label("text"),
+            )
+            .select_from(sa.table(name))
+            .where(index.op("MATCH")(fts5_query(terms)), _in_rowids(f"+{name}.rowid", docs))
+        )
+        with _indexed():
+            return {
+                m.doc: distinct_words([*marked_words(m.title), *marked_words(m.text)])
+                for m in conn.execute(statement)
+            }
 
     def _chunks(
         self,
@@ -137,6 +140,7 @@ class SqliteTextSearch(SqlTextSearchBase):
         scope: list[Any],
         filters: list[Any],
         limit: int,
+        marks: bool,
     ) -> list[ChunkTextHit]:
         name = workspace_fts.names(workspace_id).chunks
         index = fts(name)
@@ -167,27 +171,46 @@ class SqliteTextSearch(SqlTextSearchBase):
                         ).where(_in_rowids("chunks.rowid", docs))
                     )
                 }
-                marks = {
-                    m.doc: (m.text or "", m.marked or "")
-                    for m in conn.execute(
-                        sa.select(
-                            rowid.label("doc"),
-                            fts(f"{name}.text").label("text"),
-                            sa.func.highlight(index, 0, OPEN, CLOSE).label("marked"),
-                        )
-                        .select_from(sa.table(name))
-                        .where(
-                            index.op("MATCH")(fts5_query(terms)),
-                            _in_rowids(f"+{name}.rowid", docs),
-                        )
-                    )
-                }
+                found = self._chunk_marks(conn, workspace_id, terms, docs) if marks else {}
         except _NoIndex:
             return []
         return [
-            chunk_hit(*keys[doc], score, n, *marks.get(doc, ("", "")))
+            chunk_hit(*keys[doc], score, n, *found.get(doc, ("", "")))
             for n, (doc, score) in enumerate(page, start=1)
         ]
+
+    def _chunk_marks(
+        self, conn: sa.Connection, workspace_id: str, terms: list[str], docs: list[Any]
+    ) -> dict[Any, tuple[str, str]]:
+        name = workspace_fts.names(workspace_id).chunks
+        index = fts(name)
+        statement = (
+            sa.select(
+                fts(f"{name}.rowid").label("doc"),
+                fts(f"{name}.text").label("text"),
+                sa.func.highlight(index, 0, OPEN, CLOSE).label("marked"),
+            )
+            .select_from(sa.table(name))
+            .where(index.op("MATCH")(fts5_query(terms)), _in_rowids(f"+{name}.rowid", docs))
+        )
+        with _indexed():
+            return {m.doc: (m.text or "", m.marked or "") for m in conn.execute(statement)}
+
+    def mark_items(
+        self, workspace_id: str, query: str, item_ids: Sequence[str]
+    ) -> dict[str, tuple[str, ...]]:
+        try:
+            return super().mark_items(workspace_id, query, item_ids)
+        except _NoIndex:
+            return {}
+
+    def mark_chunks(
+        self, workspace_id: str, query: str, chunk_ids: Sequence[str]
+    ) -> dict[str, TextMarks]:
+        try:
+            return super().mark_chunks(workspace_id, query, chunk_ids)
+        except _NoIndex:
+            return {}
 
     def items_containing(
         self,
