@@ -121,6 +121,12 @@ class WatchStateRepository(Protocol):
         """Insert or replace the row of ``f.path``."""
         ...
 
+    def put_many(
+        self, workspace_id: str, watch_id: str, files: list[WatchedFile], now: datetime
+    ) -> None:
+        """``put`` for each of ``files``, in one transaction."""
+        ...
+
     def move(
         self, workspace_id: str, watch_id: str, old: str, f: WatchedFile, now: datetime
     ) -> None:

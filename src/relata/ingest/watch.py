@@ -40,6 +40,7 @@ from typing import Any
 from relata.domain.errors import (
     DuplicateItem,
     NotFound,
+    RelataError,
     ValidationError,
 )
 from relata.domain.models import Actor
@@ -59,6 +60,10 @@ log = logging.getLogger("relata.watch")
 
 #: What happens to a deleted file's item.
 ON_DELETE = ("delete", "keep")
+#: New files ingested together (``IngestService.ingest_many``): at most this many, and the
+#: batch goes as soon as its files reach this many bytes (they are held in memory).
+BATCH_FILES = 16
+BATCH_BYTES = 32 * 1024 * 1024
 
 
 @dataclass
@@ -130,6 +135,8 @@ class FolderSync:
         self._actor = actor
         #: Called every hundred files of a pass, so a long one keeps the watch's lease.
         self.heartbeat: Callable[[], None] | None = None
+        self._batch: list[tuple[WatchedFile, bytes]] = []
+        self._batch_bytes = 0
 
     def reconcile(self, scopes: Iterable[str] | None = None, *, settle_ns: int = 0) -> SyncReport:
         """Compare the folder (or only ``scopes``: relative files or folders) with the state
@@ -192,6 +199,7 @@ class FolderSync:
                 self._new_version(now_file, data, old, report)
             else:
                 self._new_item(now_file, data, report)
+        self._flush(report)
         if report.deferred:
             # A file being written may be a gone one's copy: both wait for the next pass, so
             # the copy keeps the item.
@@ -230,21 +238,39 @@ class FolderSync:
         report.refused.append((rel, reason))
 
     def _new_item(self, f: WatchedFile, data: bytes, report: SyncReport) -> None:
-        request = IngestRequest(data=data, filename=f.path.rsplit("/", 1)[-1])
-        try:
-            item = self._ingest.ingest(self._ws, request, actor=self._actor)
-        except DuplicateItem as exc:
-            # Its bytes are an item already: this file's own, ingested by a watcher killed
-            # before it wrote the row, or another path's (a copy). Link, never ingest twice.
-            self._put(_with(f, exc.existing_id))
-            report.linked.append(f.path)
+        """Queue a new file for ingestion; the batch goes at ``BATCH_FILES`` files or
+        ``BATCH_BYTES`` bytes (one filesystem sync and one transaction for the batch)."""
+        self._batch.append((f, data))
+        self._batch_bytes += len(data)
+        if len(self._batch) >= BATCH_FILES or self._batch_bytes >= BATCH_BYTES:
+            self._flush(report)
+
+    def _flush(self, report: SyncReport) -> None:
+        batch, self._batch, self._batch_bytes = self._batch, [], 0
+        if not batch:
             return
-        except ValidationError as exc:  # unsupported type, empty, too large
-            self._put(WatchedFile(f.path, None, f.size_bytes, f.mtime_ns, f.sha256, exc.message))
-            report.refused.append((f.path, exc.message))
-            return
-        self._put(_with(f, item.id))
-        report.ingested.append(f.path)
+        requests = [IngestRequest(data=d, filename=f.path.rsplit("/", 1)[-1]) for f, d in batch]
+        results = self._ingest.ingest_many(self._ws, requests, actor=self._actor)
+        rows: list[WatchedFile] = []
+        for (f, _), result in zip(batch, results, strict=True):
+            if isinstance(result, DuplicateItem):
+                # Its bytes are an item already: this file's own, ingested by a watcher
+                # killed before it wrote the row, or another path's (a copy). Linked, never
+                # ingested twice. (No id: a race lost to a delete; the next pass sees it.)
+                if result.existing_id is not None:
+                    rows.append(_with(f, result.existing_id))
+                    report.linked.append(f.path)
+            elif isinstance(result, RelataError):  # unsupported type, empty, too large
+                rows.append(
+                    WatchedFile(f.path, None, f.size_bytes, f.mtime_ns, f.sha256, result.message)
+                )
+                report.refused.append((f.path, result.message))
+            else:
+                rows.append(_with(f, result.id))
+                report.ingested.append(f.path)
+        # The rows after their items, in one transaction (a kill before it: see the module
+        # docstring, the items are linked on the next pass).
+        self._state.put_many(self._ws, self._watch, rows, self._clock.now())
 
     def _new_version(
         self, f: WatchedFile, data: bytes, old: WatchedFile, report: SyncReport

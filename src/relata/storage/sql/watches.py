@@ -199,14 +199,20 @@ class SqlWatchStateRepository:
         }
 
     def put(self, workspace_id: str, watch_id: str, f: WatchedFile, now: datetime) -> None:
-        row = self._row(workspace_id, watch_id, f, now)
-        stmt = insert_for(self._db.dialect, watched_files).values(**row)
-        stmt = stmt.on_conflict_do_update(
-            index_elements=["watch_id", "path"],
-            set_={k: v for k, v in row.items() if k not in {"watch_id", "path"}},
-        )
+        self.put_many(workspace_id, watch_id, [f], now)
+
+    def put_many(
+        self, workspace_id: str, watch_id: str, files: list[WatchedFile], now: datetime
+    ) -> None:
         with self._db.write() as conn:
-            conn.execute(stmt)
+            for f in files:
+                row = self._row(workspace_id, watch_id, f, now)
+                stmt = insert_for(self._db.dialect, watched_files).values(**row)
+                stmt = stmt.on_conflict_do_update(
+                    index_elements=["watch_id", "path"],
+                    set_={k: v for k, v in row.items() if k not in {"watch_id", "path"}},
+                )
+                conn.execute(stmt)
 
     def move(
         self, workspace_id: str, watch_id: str, old: str, f: WatchedFile, now: datetime
