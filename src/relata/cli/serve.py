@@ -44,7 +44,8 @@ def register(sub: Any) -> None:
         "SIGINT stops it gracefully within RELATA_SHUTDOWN_TIMEOUT seconds. With more than "
         "one HTTP process (--processes, RELATA_HTTP_PROCESSES; one per core by default) a "
         "supervisor does the start-up work once, runs the background workers, and restarts "
-        "an HTTP process that dies.",
+        "an HTTP process that dies. With RELATA_WATCH_DIR set, the process that runs the "
+        "background workers also keeps that folder in step (as `relata watch`).",
     )
     p.add_argument(
         "--processes",
