@@ -20,6 +20,7 @@ from relata.domain.errors import NotFound
 from relata.domain.models import ItemStatus
 from relata.domain.watch import WatchState
 from relata.ids import content_hash
+from relata.ingest.folder import FolderGone
 from relata.ingest.service import IngestRequest
 from relata.ingest.watch import SyncReport
 from relata.ingest.watcher import WatchBusy, Watcher
@@ -291,3 +292,15 @@ def test_a_file_still_being_written_waits_for_a_later_pass_with_the_removals(
     done = w.sync.reconcile(waiting.deferred)
     assert done.renamed == [("old-name.txt", "new-name.txt")]
     assert _tracked(c, w) == {"new-name.txt": item_id}
+
+
+def test_a_vanished_folder_deletes_nothing(c: Container, folder: Path) -> None:
+    """An unmounted or moved folder is an error, not every file deleted."""
+    _write(folder / "minutes.txt", "Minutes kept while the drive is unplugged.")
+    w = _watcher(c, folder)
+    w.catch_up()
+    folder.rename(folder.with_name("elsewhere"))
+    with pytest.raises(FolderGone):
+        w.catch_up()
+    assert set(_tracked(c, w)) == {"minutes.txt"} and _live_items(c) == 1
+    assert "is missing" in str(w.status().last_error)

@@ -104,6 +104,7 @@ def _watch(args: argparse.Namespace) -> int:
     from relata.domain.errors import RelataError
     from relata.domain.models import CLI_ACTOR
     from relata.ingest.bulk import wait_until_settled
+    from relata.ingest.folder import FolderGone, FolderTooBig
     from relata.jobs.runner import shutdown_signals
 
     root = Path(args.dir)
@@ -133,7 +134,10 @@ def _watch(args: argparse.Namespace) -> int:
                 flush=True,
             )
             if args.once:
-                report = watcher.catch_up()
+                try:
+                    report = watcher.catch_up()
+                except (FolderGone, FolderTooBig) as exc:
+                    raise CliError(str(exc)) from None
                 print(report.line())
                 if pool is not None and not report.empty():
                     wait_until_settled(c.repos.items, c.queue, ws.id, [], timeout=600.0)

@@ -93,6 +93,8 @@ class Folder:
     def scan(self, scope: str | None = None) -> Iterator[Seen]:
         """Every file under ``scope`` (a relative file or folder; None: the whole folder),
         in a stable order, at most ``MAX_FILES``; ignored names are left out."""
+        if not self.root.is_dir():
+            raise FolderGone(f"the watched folder {self.root} is missing")
         start = self.root / scope if scope else self.root
         count = 0
         if scope is not None:
@@ -188,6 +190,11 @@ class Folder:
                 f"the file is over the limit of {self.max_bytes} bytes (RELATA_MAX_UPLOAD_BYTES)"
             )
         return data
+
+
+class FolderGone(OSError):
+    """The watched folder itself is missing (unmounted, moved, deleted): nothing is compared,
+    so its items are not taken for deleted files."""
 
 
 class FolderTooBig(Exception):

@@ -20,7 +20,7 @@ from relata.domain.models import SYSTEM_ACTOR, Actor
 from relata.domain.ports import Clock
 from relata.domain.watch import LEASE, WatchState, WatchStateRepository, WatchStatus
 from relata.ingest.catalog import ItemCatalog
-from relata.ingest.folder import Folder, FolderTooBig, IgnoreRules
+from relata.ingest.folder import Folder, FolderGone, FolderTooBig, IgnoreRules
 from relata.ingest.service import IngestService
 from relata.ingest.versions import VersionService
 from relata.ingest.watch import ON_DELETE, FolderSync, SyncReport
@@ -102,7 +102,7 @@ class Watcher:
     def _pass(self, scopes: Iterable[str] | None, *, settle_ns: int = 0) -> SyncReport:
         try:
             report = self.sync.reconcile(scopes, settle_ns=settle_ns)
-        except FolderTooBig as exc:
+        except (FolderTooBig, FolderGone) as exc:
             self._state.beat(self.workspace_id, self.watch_id, self._clock.now(), error=str(exc))
             raise
         self._state.beat(
@@ -168,7 +168,8 @@ class Watcher:
                 backoff = MAX_BACKOFF
                 need_full = True
             except (RelataError, OSError, RuntimeError) as exc:
-                # RuntimeError: watchfiles' own (the folder vanished, the watch limit).
+                # OSError: FolderGone among others; RuntimeError: watchfiles' own (the folder
+                # vanished, the inotify watch limit).
                 backoff = min(MAX_BACKOFF, max(1.0, backoff * 2))
                 need_full = True
                 log.warning(
