@@ -3,10 +3,13 @@ and the settings that shape it (docs/decisions/0047-watched-folder.md)."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import pytest
 
 from relata.config.settings import load_settings
 from relata.domain.errors import ConfigError
+from relata.domain.watch import LEASE, WatchState, WatchStatus
 from relata.ingest.folder import MAX_PATTERNS, IgnoreRules
 from relata.ingest.watch import _outermost
 
@@ -73,3 +76,19 @@ def test_watch_settings_are_validated_naming_the_variable() -> None:
         load_settings({"RELATA_WATCH_ON_DELETE": "archive"})
     with pytest.raises(ConfigError, match="RELATA_WATCH_RESCAN_SECONDS"):
         load_settings({"RELATA_WATCH_RESCAN_SECONDS": "1"})
+
+
+def test_a_running_watch_without_a_recent_heartbeat_is_not_live() -> None:
+    now = datetime(2026, 12, 6, 12, 0, tzinfo=UTC)
+
+    def status(state: WatchState, beat: datetime | None) -> WatchStatus:
+        return WatchStatus(
+            id="w", workspace_id="ws", root="/srv/inbox", state=state, started_at=None,
+            heartbeat_at=beat, last_scan_at=None, ingested=0, updated=0, deleted=0,
+            tracked=0, failed=0, last_error=None, owner_host="h", owner_pid=1,
+        )  # fmt: skip
+
+    assert status(WatchState.RUNNING, now - LEASE).live(now)
+    assert not status(WatchState.RUNNING, now - LEASE - timedelta(seconds=1)).live(now)
+    assert not status(WatchState.RUNNING, None).live(now)
+    assert not status(WatchState.STOPPED, now).live(now)

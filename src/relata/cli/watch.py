@@ -176,8 +176,9 @@ def start_background(c: Container, stop: threading.Event) -> threading.Thread | 
     def run() -> None:
         try:
             watcher.run(stop)
-        except Exception:  # the thread's last word; serving goes on
+        except Exception as exc:  # the thread's last word; serving goes on
             log.exception("the folder watcher stopped")
+            watcher.record_error(exc)
         finally:
             with contextlib.suppress(RelataError):
                 watcher.release()

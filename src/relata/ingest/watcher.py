@@ -176,11 +176,12 @@ class Watcher:
                     "watch pass failed; comparing the whole folder again",
                     extra={"fields": {"error_type": type(exc).__name__, "retry_in": backoff}},
                 )
-                self._record_error(exc)
+                self.record_error(exc)
             if need_full and backoff:
                 stop.wait(backoff)
 
-    def _record_error(self, exc: Exception) -> None:
+    def record_error(self, exc: BaseException) -> None:
+        """Set the watch's last error (the settings page shows it); never raises."""
         message = exc.message if isinstance(exc, RelataError) else f"{type(exc).__name__}: {exc}"
         try:
             self._state.beat(self.workspace_id, self.watch_id, self._clock.now(), error=message)
