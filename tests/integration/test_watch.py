@@ -304,3 +304,18 @@ def test_a_vanished_folder_deletes_nothing(c: Container, folder: Path) -> None:
         w.catch_up()
     assert set(_tracked(c, w)) == {"minutes.txt"} and _live_items(c) == 1
     assert "is missing" in str(w.status().last_error)
+
+
+def test_a_file_changed_to_another_items_bytes_becomes_that_item(
+    c: Container, folder: Path
+) -> None:
+    a = _write(folder / "a.txt", "The first document about lighthouses.")
+    b = _write(folder / "b.txt", "The second document about breakwaters.")
+    w = _watcher(c, folder)
+    w.catch_up()
+    before = _tracked(c, w)
+    a.write_bytes(b.read_bytes())
+    report = w.catch_up()
+    assert report.linked == ["a.txt"] and report.deleted == ["a.txt"]
+    assert _tracked(c, w) == {"a.txt": before["b.txt"], "b.txt": before["b.txt"]}
+    assert _live_items(c) == 1

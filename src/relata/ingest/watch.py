@@ -287,10 +287,11 @@ class FolderSync:
             return
         except DuplicateItem as exc:
             # The file now holds another item's bytes: it is that item; its old item goes
-            # as a deleted file's would.
+            # as a deleted file's would, first (killed between, the next pass finds the row
+            # without an item and links the file then).
+            self._drop_item(old.item_id, report, f.path, leaving=f.path)
             self._put(_with(f, exc.existing_id))
             report.linked.append(f.path)
-            self._drop_item(old.item_id, report, f.path)
             return
         except ValidationError as exc:
             self._put(
