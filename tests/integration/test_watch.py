@@ -18,12 +18,14 @@ from relata.bootstrap import Container
 from relata.config.settings import Settings
 from relata.domain.errors import NotFound
 from relata.domain.models import ItemStatus
+from relata.domain.vocabulary import Role
 from relata.domain.watch import WatchState
 from relata.ids import content_hash
 from relata.ingest.folder import FolderGone
 from relata.ingest.service import IngestRequest
 from relata.ingest.watch import SyncReport
 from relata.ingest.watcher import WatchBusy, Watcher
+from tests.support.api import api_client
 from tests.support.ingest import built, drain, workspace_id
 
 pytestmark = pytest.mark.both_dialects
@@ -319,3 +321,21 @@ def test_a_file_changed_to_another_items_bytes_becomes_that_item(
     assert report.linked == ["a.txt"] and report.deleted == ["a.txt"]
     assert _tracked(c, w) == {"a.txt": before["b.txt"], "b.txt": before["b.txt"]}
     assert _live_items(c) == 1
+
+
+def test_the_api_reports_the_status_and_hides_the_path_from_viewers(
+    c: Container, folder: Path
+) -> None:
+    _write(folder / "note.txt", "A note the API reports on.")
+    w = _watcher(c, folder)
+    w.claim()
+    w.catch_up()
+    [owner] = api_client(c, role=Role.OWNER).get("/api/v1/settings/watches").json()
+    assert owner["root"] == str(folder.resolve()) and owner["state"] == "watching"
+    assert (owner["tracked"], owner["ingested"], owner["failed"]) == (1, 1, 0)
+    assert owner["last_scan_at"]
+    [viewer] = api_client(c, role=Role.VIEWER).get("/api/v1/settings/watches").json()
+    assert viewer["root"] is None and viewer["tracked"] == 1
+    w.release()
+    [stopped] = api_client(c, role=Role.OWNER).get("/api/v1/settings/watches").json()
+    assert stopped["state"] == "stopped"
