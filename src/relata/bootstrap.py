@@ -28,6 +28,7 @@ from relata.config.settings import Settings
 from relata.domain.clock import SystemClock
 from relata.domain.ports import (
     ApiTokenRepository,
+    AttachmentRepository,
     AuditRepository,
     ChunkRepository,
     ClaimRepository,
@@ -84,6 +85,7 @@ from relata.search.service import SearchService
 from relata.storage.sql import migrate
 from relata.storage.sql.accounts import SqlUserRepository, SqlWorkspaceRepository
 from relata.storage.sql.ai_slots import local_model_gate, model_server_gate
+from relata.storage.sql.attachments import SqlAttachmentRepository
 from relata.storage.sql.chunks import SqlChunkRepository
 from relata.storage.sql.claims import SqlClaimRepository, SqlContradictionRepository
 from relata.storage.sql.credentials import SqlApiTokenRepository, SqlSessionRepository
@@ -121,6 +123,7 @@ class Repositories:
     users: UserRepository
     items: ItemRepository
     item_versions: ItemVersionRepository
+    attachments: AttachmentRepository
     chunks: ChunkRepository
     entities: EntityRepository
     claims: ClaimRepository
@@ -286,6 +289,7 @@ def build(
         users=SqlUserRepository(db, clock),
         items=SqlItemRepository(db, clock),
         item_versions=SqlItemVersionRepository(db),
+        attachments=SqlAttachmentRepository(db),
         chunks=SqlChunkRepository(db, clock),
         entities=SqlEntityRepository(db, clock),
         claims=SqlClaimRepository(db, clock),
@@ -556,9 +560,16 @@ def _build_ingestion(
         admission=Admission(settings.ingest_concurrency),
         audit=audit,
         limits=limits,
+        attachments=repos.attachments,
     )
     catalog = ItemCatalog(
-        repos.items, repos.runs, originals, pipeline, audit=audit, chunks=repos.chunks
+        repos.items,
+        repos.runs,
+        originals,
+        pipeline,
+        audit=audit,
+        chunks=repos.chunks,
+        attachments=repos.attachments,
     )
     chunk = ChunkStage(
         items=repos.items,

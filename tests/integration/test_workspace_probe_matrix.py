@@ -117,6 +117,7 @@ PROBES: dict[str, Probe] = {
     "POST /api/v1/items": P(body={"text": "{memo}", "title": "memo"}),
     "GET /api/v1/items": P(),
     "GET /api/v1/items/{item_id}": P(path=ITEM),
+    "PATCH /api/v1/items/{item_id}": P(path=ITEM, body={"title": "memo"}),
     "DELETE /api/v1/items/{item_id}": P(path=ITEM),
     "GET /api/v1/items/{item_id}/original": P(path=ITEM),
     "GET /api/v1/items/{item_id}/text": P(path=ITEM),

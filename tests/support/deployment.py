@@ -27,6 +27,7 @@ from relata.seed import demo_documents
 from relata.storage.sql import tables as t
 from relata.storage.sql.deployment_keys import shared_key
 from relata.storage.sql.engine import Database
+from tests.fuzz.officegen import make_eml
 from tests.support.api import PASSWORD, make_user
 from tests.support.fake_embedder import FakeEmbedder
 from tests.support.ingest import built, drain
@@ -62,6 +63,13 @@ def ingest_demo(c: Container, workspace_id: str) -> list[str]:
     return [i.id for i in items]
 
 
+NOTICE_EML = make_eml(
+    subject="Berth notice",
+    text="Berth four is closed for dredging.\n",
+    attachments=[("berths.csv", "text/csv", b"berth,state\nfour,closed\nfive,open\n")],
+)
+
+
 def seed_deployment(settings: Settings) -> Seeded:
     """Seed the deployment at ``settings`` (created and migrated here)."""
     with built(settings, embedder=embedder()) as c:
@@ -74,6 +82,9 @@ def seed_deployment(settings: Settings) -> Seeded:
         drain(c)
         with c.versions.admit():
             c.versions.upload(ws.id, rota.id, ROTA_V2, filename="rota.txt", actor=CLI_ACTOR)
+        drain(c)
+        # A message with an attachment that became an item (item_attachments).
+        c.ingest.ingest(ws.id, IngestRequest(data=NOTICE_EML, filename="notice.eml"))
         drain(c)
         admin = c.accounts.create_user(
             "ada", PASSWORD, workspace=ws, role=Role.OWNER, is_admin=True

@@ -278,6 +278,26 @@ item_versions = sa.Table(
     sa.Index(None, "workspace_id", "original_path"),
 )
 
+# An e-mail's attachments (docs/decisions/0048-library-editing-and-attachments.md): one row
+# per attachment part, numbered in the message's order; ``item_id`` is the item it became
+# (NULL when it was not read: ``reason`` says why, or when that item was deleted since).
+item_attachments = sa.Table(
+    "item_attachments",
+    metadata,
+    sa.Column(
+        "message_id",
+        sa.String(36),
+        sa.ForeignKey("items.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    sa.Column("number", sa.Integer, primary_key=True),
+    _ws(),
+    sa.Column("name", sa.String(255), nullable=False),
+    sa.Column("item_id", sa.String(36), sa.ForeignKey("items.id", ondelete="SET NULL")),
+    sa.Column("reason", sa.String(500)),
+    sa.Index(None, "item_id"),
+)
+
 chunks = sa.Table(
     "chunks",
     metadata,
