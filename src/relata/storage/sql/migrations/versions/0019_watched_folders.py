@@ -5,8 +5,8 @@ with a folder; what it last saw of each file (item, size, mtime, SHA-256, refusa
 watch's status are kept here, so a watcher started again catches up and every process can
 show the status (docs/decisions/0047-watched-folder.md).
 
-Revision ID: 0018
-Revises: 0017
+Revision ID: 0019
+Revises: 0018
 Create Date: 2026-12-06 03:00:00
 """
 
@@ -15,8 +15,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0018"
-down_revision = "0017"
+revision = "0019"
+down_revision = "0018"
 branch_labels = None
 depends_on = None
 
