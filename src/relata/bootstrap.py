@@ -67,6 +67,7 @@ from relata.ingest.recovery import Recovery
 from relata.ingest.service import IngestService
 from relata.ingest.stages import ChunkSettings, ChunkStage, ParseStage
 from relata.ingest.versions import VersionService
+from relata.ingest.watcher import FolderWatches
 from relata.jobs.queue import JobQueue
 from relata.jobs.registry import HandlerRegistry
 from relata.jobs.retry import Backoff, FailureClassifier
@@ -109,6 +110,7 @@ from relata.storage.sql.signin_failures import SqlFailureLimiter
 from relata.storage.sql.text_search import build_text_search
 from relata.storage.sql.transient import is_transient
 from relata.storage.sql.unit_of_work import SqlUnitOfWork
+from relata.storage.sql.watches import SqlWatchStateRepository
 from relata.storage.vectors.factory import build_vector_store, resolve_vector_store
 from relata.workspaces import WorkspaceService
 
@@ -189,6 +191,8 @@ class Container:
     # New versions of an item's content, listed and downloaded (relata.ingest.versions).
     versions: VersionService
     pipeline: Pipeline
+    # Watched folders kept in step with a workspace, and their status (relata.ingest.watch).
+    watches: FolderWatches
     # What a killed process leaves half-done in ingestion, found and repaired (serve's
     # start-up, relata doctor).
     recovery: Recovery
@@ -401,6 +405,17 @@ def build(
         items=items,
         versions=versions,
         pipeline=pipeline,
+        watches=FolderWatches(
+            SqlWatchStateRepository(db),
+            ingest,
+            versions,
+            items,
+            clock,
+            max_upload_bytes=settings.max_upload_bytes,
+            on_delete=settings.watch_on_delete,
+            ignore=settings.watch_ignore,
+            rescan_seconds=settings.watch_rescan_seconds,
+        ),
         recovery=recovery,
         search=search,
         answers=AnswerService(search, analysis, repos.contradictions, metrics=metrics),

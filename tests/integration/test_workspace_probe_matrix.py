@@ -161,6 +161,7 @@ PROBES: dict[str, Probe] = {
         path={"relationship_id": "relationship"}, body={"decision": "reject"}
     ),
     "GET /api/v1/settings/models": P(),
+    "GET /api/v1/settings/watches": P(),
     "GET /api/v1/audit": P(),
     "GET /api/v1/tokens": P(),
     "POST /api/v1/tokens": P(viewer_may=True, body={"name": "probe"}),
