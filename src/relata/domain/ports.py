@@ -858,6 +858,11 @@ class TextSearch(Protocol):
         reports them; chunks that match nothing are left out."""
         ...
 
+    def items_matching(self, workspace_id: str, query: str, item_ids: Sequence[str]) -> set[str]:
+        """Which of the live ``item_ids`` match any query term (title or text): unranked,
+        so it reads only those items' matches."""
+        ...
+
     def items_containing(
         self,
         workspace_id: str,

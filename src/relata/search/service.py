@@ -473,12 +473,7 @@ class SearchService:
         content = " ".join(w for w in words if not _function_word(w))
         holding: set[str] = set()
         if content and open_:
-            holding = {
-                h.id
-                for h in self._text.search_items(
-                    workspace_id, content, limit=len(open_), item_ids=open_, marks=False
-                )
-            }
+            holding = self._text.items_matching(workspace_id, content, open_)
         return lambda item_id: item_id in settled or item_id in holding
 
     def _marked(

@@ -264,6 +264,21 @@ class SqlTextSearchBase:
             found = self._item_marks(conn, workspace_id, terms, list(docs)) if docs else {}
         return {docs[doc]: words for doc, words in found.items() if words}
 
+    def items_matching(self, workspace_id: str, query: str, item_ids: Sequence[str]) -> set[str]:
+        terms = query_terms(query)
+        if not _check_ids(item_ids, "item_ids") or not terms:
+            return set()
+        with self._db.read() as conn:
+            docs = _rowids(conn, items, workspace_id, item_ids, live=[items.c.deleted_at.is_(None)])
+            found = self._matching(conn, workspace_id, terms, list(docs)) if docs else set()
+        return {docs[doc] for doc in found}
+
+    def _matching(
+        self, conn: sa.Connection, workspace_id: str, terms: list[str], docs: list[Any]
+    ) -> set[Any]:
+        """Which of ``docs`` (the dialect's row keys of live items) the terms match."""
+        raise NotImplementedError
+
     def _items(
         self,
         workspace_id: str,
