@@ -21,7 +21,7 @@ from relata.domain.models import ItemStatus
 from relata.domain.vocabulary import Role
 from relata.domain.watch import WatchState
 from relata.ids import content_hash
-from relata.ingest.folder import FolderGone
+from relata.ingest.folder import FolderEmptied, FolderGone
 from relata.ingest.service import IngestRequest
 from relata.ingest.watch import SyncReport
 from relata.ingest.watcher import WatchBusy, Watcher
@@ -306,6 +306,30 @@ def test_a_vanished_folder_deletes_nothing(c: Container, folder: Path) -> None:
         w.catch_up()
     assert set(_tracked(c, w)) == {"minutes.txt"} and _live_items(c) == 1
     assert "is missing" in str(w.status().last_error)
+
+
+def test_an_emptied_folder_deletes_nothing_until_a_person_says_it_is_meant_to_be_empty(
+    c: Container, folder: Path
+) -> None:
+    """An empty mount point looks like every file deleted: a full pass refuses to act on it
+    (said in the status) until ``allow_empty``; files deleted one by one still go."""
+    for name in ("a.txt", "b.txt", "c.txt"):
+        _write(folder / name, f"Notes kept in {name}.")
+    w = _watcher(c, folder)
+    w.catch_up()
+    (folder / "c.txt").unlink()
+    w.catch_up()
+    assert set(_tracked(c, w)) == {"a.txt", "b.txt"} and _live_items(c) == 2
+    for name in ("a.txt", "b.txt"):
+        (folder / name).unlink()
+    with pytest.raises(FolderEmptied):
+        w.catch_up()
+    assert set(_tracked(c, w)) == {"a.txt", "b.txt"} and _live_items(c) == 2
+    assert "is empty, but 2 of its files have items" in str(w.status().last_error)
+    w.sync.allow_empty = True
+    report = w.catch_up()
+    assert sorted(report.deleted) == ["a.txt", "b.txt"]
+    assert _tracked(c, w) == {} and _live_items(c) == 0
 
 
 def test_a_file_changed_to_another_items_bytes_becomes_that_item(

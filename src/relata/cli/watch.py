@@ -58,6 +58,12 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--once", action="store_true", help="catch up, process what changed, and stop")
     p.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help="the folder is meant to be empty: delete the items of all the files it held "
+        "(without it, an empty folder, e.g. an unmounted drive, deletes nothing)",
+    )
+    p.add_argument(
         "--no-process",
         action="store_true",
         help="only ingest; leave processing to `relata serve` or `relata worker`",
@@ -121,6 +127,7 @@ def _watch(args: argparse.Namespace) -> int:
                 actor=CLI_ACTOR,
                 on_pass=print_pass,
             )
+            watcher.sync.allow_empty = args.allow_empty
             watcher.claim()
         except RelataError as exc:
             raise CliError(exc.message) from None

@@ -197,6 +197,12 @@ class FolderGone(OSError):
     so its items are not taken for deleted files."""
 
 
+class FolderEmptied(FolderGone):
+    """A full pass found the watched folder empty while its state tracks files with items:
+    more likely an unmounted drive than every file deleted, so nothing is deleted until a
+    person says the folder is meant to be empty (``relata watch DIR --allow-empty``)."""
+
+
 class FolderTooBig(Exception):
     """The folder holds more files than a watch tracks."""
 

@@ -52,7 +52,7 @@ from relata.domain.watch import (
 )
 from relata.ids import content_hash
 from relata.ingest.catalog import ItemCatalog
-from relata.ingest.folder import Folder, TooBig
+from relata.ingest.folder import Folder, FolderEmptied, TooBig
 from relata.ingest.service import IngestRequest, IngestService
 from relata.ingest.versions import VersionService
 
@@ -133,6 +133,9 @@ class FolderSync:
         self.folder = folder
         self._on_delete = on_delete
         self._actor = actor
+        #: Whether a full pass may find the folder empty and delete every tracked file's
+        #: item (otherwise ``FolderEmptied``).
+        self.allow_empty = False
         #: Called every hundred files of a pass, so a long one keeps the watch's lease.
         self.heartbeat: Callable[[], None] | None = None
         self._batch: list[tuple[WatchedFile, bytes]] = []
@@ -151,6 +154,14 @@ class FolderSync:
             known.update(self._state.files(self._ws, self._watch, scope))
             for s in self.folder.scan(scope):
                 seen[s.rel] = s
+        if scopes is None and not seen and not self.allow_empty:
+            tracked = sum(1 for f in known.values() if f.item_id)
+            if tracked:
+                raise FolderEmptied(
+                    f"the watched folder {self.folder.root} is empty, but {tracked} of its "
+                    "files have items: nothing was deleted (an unmounted drive?). If it is "
+                    "meant to be empty, run `relata watch DIR --once --allow-empty`"
+                )
         gone = {rel: f for rel, f in known.items() if rel not in seen}
         gone_by_hash = {f.sha256: rel for rel, f in gone.items() if f.item_id and f.sha256}
         for n, rel in enumerate(sorted(seen)):
