@@ -136,8 +136,10 @@ def test_schemathesis_finds_no_failure_in_the_served_api(
         "--report-dir",
         str(tmp_path / "report"),
     ]
+    hooks = {"SCHEMATHESIS_HOOKS": "hooks", "PYTHONPATH": str(CONFIG.parent)}
     run = subprocess.run(
         cmd,
+        env={**os.environ, **hooks},
         cwd=tmp_path,
         capture_output=True,
         text=True,

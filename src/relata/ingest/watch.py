@@ -154,7 +154,7 @@ class FolderSync:
             known.update(self._state.files(self._ws, self._watch, scope))
             for s in self.folder.scan(scope):
                 seen[s.rel] = s
-        if scopes is None and not seen and not self.allow_empty:
+        if scopes is None and not seen and self._on_delete == "delete" and not self.allow_empty:
             tracked = sum(1 for f in known.values() if f.item_id)
             if tracked:
                 raise FolderEmptied(
