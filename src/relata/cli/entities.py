@@ -138,7 +138,9 @@ def _entity(args: argparse.Namespace) -> int:
         print("no sources: every item that named it is gone (kept for a person's decision)")
     else:
         n, k = e.observation_count, e.item_count
-        print(f"\nnamed {n} {'time' if n == 1 else 'times'} in {k} {'item' if k == 1 else 'items'}:")
+        print(
+            f"\nnamed {n} {'time' if n == 1 else 'times'} in {k} {'item' if k == 1 else 'items'}:"
+        )
     for o in detail.observations:
         ob = o.observation
         title = o.item_title or "(item gone)"

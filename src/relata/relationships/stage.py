@@ -186,6 +186,29 @@ def item_vector(vectors: Sequence[Sequence[float]]) -> list[float] | None:
     return _unit(total)
 
 
+def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    na = math.sqrt(sum(x * x for x in a))
+    nb = math.sqrt(sum(x * x for x in b))
+    if na == 0 or nb == 0 or len(a) != len(b):
+        return -1.0
+    return sum(x * y for x, y in zip(a, b, strict=True)) / (na * nb)
+
+
+def symmetric_similarity(
+    own_vector: Sequence[float],
+    own_chunks: Sequence[Sequence[float]],
+    their_chunks: Sequence[Sequence[float]],
+) -> float | None:
+    """The similarity of two items, the same from either side: each item's averaged vector
+    against the other's closest chunk, the larger of the two. None when one has no vector."""
+    their_vector = item_vector(their_chunks)
+    if their_vector is None or not own_chunks:
+        return None
+    one = max(_cosine(own_vector, v) for v in their_chunks)
+    two = max(_cosine(their_vector, v) for v in own_chunks)
+    return max(one, two)
+
+
 def _find(text: str, phrase: str, start: int = 0) -> tuple[int, int] | None:
     """Where ``phrase`` occurs in ``text`` as whole words, case and whitespace aside."""
     words = phrase.split()
@@ -371,6 +394,31 @@ class RelationshipStage:
             self._similarities(ws, own_vector, ranked, found)
             for other in ranked:
                 if found[other].similarity is not None:
+                    inputs[other] = features(other, found[other])
+                    scores[other] = score_pair(inputs[other], self._model)
+        if own_vector is not None and self._vectors is not None:
+            # Measured both ways (each item's vector against the other's closest chunk, the
+            # larger), so a pair's similarity is the same whichever of the two is processed
+            # last (ADR 50); bounded to the best candidates by their score.
+            measured = [k for k, c in found.items() if c.similarity is not None]
+            both = sorted(measured, key=lambda k: (-scores[k].score, k))[: 2 * MAX_SCORED]
+            own_chunks = self._vectors.item_vectors(ws, me, limit=MAX_OWN_VECTORS)
+            for other in both:
+                theirs_chunks = self._vectors.item_vectors(ws, other, limit=MAX_OWN_VECTORS)
+                value = symmetric_similarity(own_vector, own_chunks, theirs_chunks)
+                if value is not None and value != found[other].similarity:
+                    found[other].similarity = value
+                    inputs[other] = features(other, found[other])
+                    scores[other] = score_pair(inputs[other], self._model)
+        if lexical is not None:
+            # The shared words measured from the other side too (its words, its best match),
+            # the larger share kept: the same whichever item is processed last (ADR 50).
+            # Only for the pairs that may be stored, so the lookups stay bounded.
+            keep = [o for o in found if scores[o].storable]
+            keep = sorted(keep, key=lambda o: (-scores[o].score, o))[: self._max_new + MAX_SCORED]
+            for other, share in self._reverse_lexical(ws, me, keep).items():
+                if share > (lexical.get(other) or 0.0):
+                    lexical[other] = share
                     inputs[other] = features(other, found[other])
                     scores[other] = score_pair(inputs[other], self._model)
         cancel.raise_if_cancelled()
@@ -578,6 +626,16 @@ class RelationshipStage:
         )
         best = hits[0].score if hits else 0.0
         return {h.id: min(1.0, h.score / best) if best > 0 else 0.0 for h in hits}
+
+    def _reverse_lexical(self, ws: str, me: str, others: list[str]) -> dict[str, float]:
+        """For each of ``others``: the item's share of the other's best shared-words match,
+        looked up with the other's own words (what the other's run measures)."""
+        out: dict[str, float] = {}
+        for other in self._items.get_many(ws, others, with_text=True):
+            shares = self._gather_lexical(ws, other, other.text or "")
+            if shares is not None and me in shares:
+                out[other.id] = shares[me]
+        return out
 
     def _gather_neighbours(
         self, ws: str, me: str, found: dict[str, _Candidate]

@@ -680,9 +680,7 @@ class SqlEntityRepository:
         q = (
             sa.select(typed.label("kind"), n)
             .select_from(
-                entity_observations.join(
-                    entities, entities.c.id == entity_observations.c.entity_id
-                )
+                entity_observations.join(entities, entities.c.id == entity_observations.c.entity_id)
             )
             .where(
                 ws_filter(entity_observations, workspace_id),
