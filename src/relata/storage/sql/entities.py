@@ -144,6 +144,8 @@ def upsert_entity(
     return entity_id
 
 
+# Every type, so a lookup by name alone uses the unique index (workspace, type, key).
+_ALL_TYPES = [t.value for t in EntityType]
 _LIVE_ITEM = sa.and_(items.c.id == entity_observations.c.item_id, items.c.deleted_at.is_(None))
 
 
@@ -310,33 +312,45 @@ def settle(
     unless a person decided on them; the winner's name is the mentions' most used form. A pure
     function of the mentions, so the result does not depend on the order items came in."""
     for key in sorted(set(keys)):
+        # The key's entities by the unique index, then their observations by theirs.
+        named = {
+            r.id: r
+            for r in conn.execute(
+                sa.select(entities.c.id, entities.c.entity_type, entities.c.name).where(
+                    ws_filter(entities, workspace_id),
+                    entities.c.entity_type.in_(_ALL_TYPES),
+                    entities.c.normalised_key == key,
+                )
+            )
+        }
+        if not named:
+            continue
         rows = conn.execute(
             sa.select(
-                entity_observations.c.id,
                 entity_observations.c.entity_id,
                 entity_observations.c.item_id,
                 entity_observations.c.observed_type,
                 entity_observations.c.observed_name,
-                entities.c.entity_type,
-                entities.c.name,
             )
-            .select_from(
-                entity_observations.join(
-                    entities, entities.c.id == entity_observations.c.entity_id
-                ).join(items, _LIVE_ITEM)
+            .select_from(entity_observations.join(items, _LIVE_ITEM))
+            .where(
+                ws_filter(entity_observations, workspace_id),
+                entity_observations.c.entity_id.in_(sorted(named)),
             )
-            .where(ws_filter(entities, workspace_id), entities.c.normalised_key == key)
         ).all()
         if not rows:
             continue
-        evidence = [(EntityType(r.observed_type or r.entity_type), r.item_id) for r in rows]
+        evidence = [
+            (EntityType(r.observed_type or named[r.entity_id].entity_type), r.item_id) for r in rows
+        ]
         winner = decide_type(evidence)
         if winner is None:
             continue
-        name = display_name(r.observed_name or r.name for r in rows) or rows[0].name
+        fallback = named[rows[0].entity_id].name
+        name = display_name(r.observed_name or named[r.entity_id].name for r in rows) or fallback
         when = now or SystemClock().now()
         target = upsert_entity(conn, dialect, workspace_id, winner.value, key, name, when)
-        moved = sorted({r.entity_id for r in rows if r.entity_id != target})
+        moved = sorted(set(named) - {target})
         if moved:
             conn.execute(
                 entity_observations.update()
@@ -368,6 +382,7 @@ def _settled_type(conn: Connection, workspace_id: str, key: str) -> str | None:
         sa.select(entities.c.entity_type)
         .where(
             ws_filter(entities, workspace_id),
+            entities.c.entity_type.in_(_ALL_TYPES),
             entities.c.normalised_key == key,
             entities.c.observation_count > 0,
         )
