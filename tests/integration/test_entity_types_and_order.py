@@ -5,6 +5,7 @@ not depend on the order items were ingested or processed in."""
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 
 import pytest
@@ -113,3 +114,35 @@ def test_scores_types_and_names_do_not_depend_on_the_processing_order(
         # The same documents in the reverse order, in a workspace of their own.
         other = _ingest(c, list(reversed(names)), slug="reversed")
         assert _snapshot(c, other) == first
+
+
+def test_a_relationships_job_waits_uncounted_while_an_earlier_stage_runs(
+    settings: Settings,
+) -> None:
+    """Two workers: one holds an item's parse job while the other claims a relationships job
+    of the same workspace; that job goes back to pending (its attempt not counted, no run
+    recorded) and runs once the earlier stages are done."""
+    with built(settings, embedding_provider="none") as c:
+        ws = workspace_id(c)
+        docs = list(demo_documents())
+        first = c.ingest.ingest(ws, IngestRequest(data=docs[0].data, filename=docs[0].filename))
+        drain(c)
+        c.items.reprocess(ws, first.id, from_stage="relationships")
+        c.ingest.ingest(ws, IngestRequest(data=docs[1].data, filename=docs[1].filename))
+        held = c.queue.claim("the-other-worker")  # the parse job: higher priority
+        assert held is not None and held.kind == "parse_item"
+        runs_before = len(c.repos.runs.list_for_item(ws, first.id))
+        pool = c.worker_pool(workers=1, name="test")
+        job = pool.run_one()
+        assert job is not None and job.kind == "relationships_item"
+        [waiting] = [
+            j for j in c.queue.list(ws, kind="relationships_item") if j.status.value == "pending"
+        ]
+        assert waiting.id == job.id and waiting.attempts == 0
+        assert "waiting" in (waiting.last_error or "")
+        assert len(c.repos.runs.list_for_item(ws, first.id)) == runs_before
+        c.queue.fail(held.id, "the-other-worker", "given up in the test")
+        time.sleep(0.3)
+        drain(c)
+        stages = [r.stage for r in c.repos.runs.list_for_item(ws, first.id)]
+        assert len(stages) == runs_before + 1 and stages[-1] == "relationships"
