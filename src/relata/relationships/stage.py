@@ -43,6 +43,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final
 
+import numpy as np
+
 from relata.analysis.service import AnalysisService
 from relata.claims.contradict import agreement
 from relata.claims.stage import draft_of
@@ -186,12 +188,16 @@ def item_vector(vectors: Sequence[Sequence[float]]) -> list[float] | None:
     return _unit(total)
 
 
-def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    na = math.sqrt(sum(x * x for x in a))
-    nb = math.sqrt(sum(x * x for x in b))
-    if na == 0 or nb == 0 or len(a) != len(b):
+def _best_cosine(vector: Sequence[float], chunks: Sequence[Sequence[float]]) -> float:
+    """The cosine of ``vector`` with the closest of ``chunks`` (-1 when none is comparable)."""
+    v = np.asarray(vector, dtype=np.float64)
+    m = np.asarray([c for c in chunks if len(c) == len(v)], dtype=np.float64)
+    if m.size == 0:
         return -1.0
-    return sum(x * y for x, y in zip(a, b, strict=True)) / (na * nb)
+    norms = np.linalg.norm(m, axis=1) * float(np.linalg.norm(v))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cos = np.where(norms > 0, (m @ v) / norms, -1.0)
+    return float(cos.max())
 
 
 def symmetric_similarity(
@@ -204,9 +210,7 @@ def symmetric_similarity(
     their_vector = item_vector(their_chunks)
     if their_vector is None or not own_chunks:
         return None
-    one = max(_cosine(own_vector, v) for v in their_chunks)
-    two = max(_cosine(their_vector, v) for v in own_chunks)
-    return max(one, two)
+    return max(_best_cosine(own_vector, their_chunks), _best_cosine(their_vector, own_chunks))
 
 
 def _find(text: str, phrase: str, start: int = 0) -> tuple[int, int] | None:
@@ -401,7 +405,7 @@ class RelationshipStage:
             # larger), so a pair's similarity is the same whichever of the two is processed
             # last (ADR 50); bounded to the best candidates by their score.
             measured = [k for k, c in found.items() if c.similarity is not None]
-            both = sorted(measured, key=lambda k: (-scores[k].score, k))[: 2 * MAX_SCORED]
+            both = sorted(measured, key=lambda k: (-scores[k].score, k))[:MAX_SCORED]
             own_chunks = self._vectors.item_vectors(ws, me, limit=MAX_OWN_VECTORS)
             for other in both:
                 theirs_chunks = self._vectors.item_vectors(ws, other, limit=MAX_OWN_VECTORS)
