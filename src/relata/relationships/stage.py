@@ -417,9 +417,13 @@ class RelationshipStage:
         if lexical is not None:
             # The shared words measured from the other side too (its words, its best match),
             # the larger share kept: the same whichever item is processed last (ADR 50).
-            # Only for the pairs that may be stored, so the lookups stay bounded.
-            keep = [o for o in found if scores[o].storable]
-            keep = sorted(keep, key=lambda o: (-scores[o].score, o))[: self._max_new + MAX_SCORED]
+            # Only for the pairs this run stores (its best new ones and those it refreshes),
+            # so the lookups stay bounded.
+            ranked = sorted(
+                (o for o in found if scores[o].storable), key=lambda o: (-scores[o].score, o)
+            )
+            keep = [o for o in ranked[: self._max_new]]
+            keep += [o for o in ranked[self._max_new :] if found[o].existing is not None]
             for other, share in self._reverse_lexical(ws, me, keep).items():
                 if share > (lexical.get(other) or 0.0):
                     lexical[other] = share
