@@ -125,6 +125,8 @@ MAX_CLAIMS: Final = 500
 #: Nearest-neighbour search: chunk vectors of the item averaged (at most), chunks asked for,
 #: and the items kept from them.
 MAX_OWN_VECTORS: Final = 64
+#: How far below the storage threshold a pair's similarity is still measured both ways.
+SYMMETRY_MARGIN: Final = 0.05
 NEIGHBOUR_CHUNKS: Final = 40
 NEIGHBOURS: Final = 10
 #: Wording: the item's most distinctive words (``lexical_terms``, from the title and this
@@ -404,7 +406,14 @@ class RelationshipStage:
             # Measured both ways (each item's vector against the other's closest chunk, the
             # larger), so a pair's similarity is the same whichever of the two is processed
             # last (ADR 50); bounded to the best candidates by their score.
-            measured = [k for k, c in found.items() if c.similarity is not None]
+            # Only near the storage threshold or above (a pair far below it is not stored
+            # whichever way it is measured), the best MAX_SCORED of them.
+            measured = [
+                k
+                for k, c in found.items()
+                if c.similarity is not None
+                and scores[k].score >= self._model.storage_threshold - SYMMETRY_MARGIN
+            ]
             both = sorted(measured, key=lambda k: (-scores[k].score, k))[:MAX_SCORED]
             own_chunks = self._vectors.item_vectors(ws, me, limit=MAX_OWN_VECTORS)
             for other in both:
