@@ -28,6 +28,7 @@ from relata.config.settings import Settings
 from relata.domain.clock import SystemClock
 from relata.domain.ports import (
     ApiTokenRepository,
+    AttachmentRepository,
     AuditRepository,
     ChunkRepository,
     ClaimRepository,
@@ -66,6 +67,7 @@ from relata.ingest.recovery import Recovery
 from relata.ingest.service import IngestService
 from relata.ingest.stages import ChunkSettings, ChunkStage, ParseStage
 from relata.ingest.versions import VersionService
+from relata.ingest.watcher import FolderWatches
 from relata.jobs.queue import JobQueue
 from relata.jobs.registry import HandlerRegistry
 from relata.jobs.retry import Backoff, FailureClassifier
@@ -83,6 +85,7 @@ from relata.search.service import SearchService
 from relata.storage.sql import migrate
 from relata.storage.sql.accounts import SqlUserRepository, SqlWorkspaceRepository
 from relata.storage.sql.ai_slots import local_model_gate, model_server_gate
+from relata.storage.sql.attachments import SqlAttachmentRepository
 from relata.storage.sql.chunks import SqlChunkRepository
 from relata.storage.sql.claims import SqlClaimRepository, SqlContradictionRepository
 from relata.storage.sql.credentials import SqlApiTokenRepository, SqlSessionRepository
@@ -107,6 +110,7 @@ from relata.storage.sql.signin_failures import SqlFailureLimiter
 from relata.storage.sql.text_search import build_text_search
 from relata.storage.sql.transient import is_transient
 from relata.storage.sql.unit_of_work import SqlUnitOfWork
+from relata.storage.sql.watches import SqlWatchStateRepository
 from relata.storage.vectors.factory import build_vector_store, resolve_vector_store
 from relata.workspaces import WorkspaceService
 
@@ -119,6 +123,7 @@ class Repositories:
     users: UserRepository
     items: ItemRepository
     item_versions: ItemVersionRepository
+    attachments: AttachmentRepository
     chunks: ChunkRepository
     entities: EntityRepository
     claims: ClaimRepository
@@ -186,6 +191,8 @@ class Container:
     # New versions of an item's content, listed and downloaded (relata.ingest.versions).
     versions: VersionService
     pipeline: Pipeline
+    # Watched folders kept in step with a workspace, and their status (relata.ingest.watch).
+    watches: FolderWatches
     # What a killed process leaves half-done in ingestion, found and repaired (serve's
     # start-up, relata doctor).
     recovery: Recovery
@@ -282,6 +289,7 @@ def build(
         users=SqlUserRepository(db, clock),
         items=SqlItemRepository(db, clock),
         item_versions=SqlItemVersionRepository(db),
+        attachments=SqlAttachmentRepository(db),
         chunks=SqlChunkRepository(db, clock),
         entities=SqlEntityRepository(db, clock),
         claims=SqlClaimRepository(db, clock),
@@ -397,6 +405,17 @@ def build(
         items=items,
         versions=versions,
         pipeline=pipeline,
+        watches=FolderWatches(
+            SqlWatchStateRepository(db),
+            ingest,
+            versions,
+            items,
+            clock,
+            max_upload_bytes=settings.max_upload_bytes,
+            on_delete=settings.watch_on_delete,
+            ignore=settings.watch_ignore,
+            rescan_seconds=settings.watch_rescan_seconds,
+        ),
         recovery=recovery,
         search=search,
         answers=AnswerService(search, analysis, repos.contradictions, metrics=metrics),
@@ -541,9 +560,16 @@ def _build_ingestion(
         admission=Admission(settings.ingest_concurrency),
         audit=audit,
         limits=limits,
+        attachments=repos.attachments,
     )
     catalog = ItemCatalog(
-        repos.items, repos.runs, originals, pipeline, audit=audit, chunks=repos.chunks
+        repos.items,
+        repos.runs,
+        originals,
+        pipeline,
+        audit=audit,
+        chunks=repos.chunks,
+        attachments=repos.attachments,
     )
     chunk = ChunkStage(
         items=repos.items,

@@ -54,6 +54,7 @@ READING = {
 WRITING = {
     "migrate": ["migrate"],
     "ingest": ["ingest", "--no-wait", TOUR_FILE],
+    "watch": ["watch", "--once", "--no-process", str(Path(TOUR_FILE).parent)],
     "seed": ["seed", "--no-demo"],
     "createadmin": ["createadmin", "--username", "ada", "--password-stdin"],
 }

@@ -1,7 +1,7 @@
 """HTML, CSV, TSV, XLSX, PPTX and e-mail through the whole pipeline (real app, SQLite): uploaded
 over the API and ingested from a folder with ``relata ingest``, each sniffed from its content,
 processed to ready with chunks that keep the structure (a CSV header in every chunk of rows,
-slides and attachments as sections), its original served with the detected type."""
+slides, and a message's attachments by name), its original served with the detected type."""
 
 from __future__ import annotations
 
@@ -94,8 +94,11 @@ def test_every_new_format_is_uploaded_sniffed_and_processed_into_chunks(
     email = client.get(f"/api/v1/items/{ids[SourceType.EMAIL]}").json()
     assert email["title"] == "Harbour report"
     email_chunks = _chunks(client, ids[SourceType.EMAIL])
-    assert any(ch["heading_path"][:1] == ["Attachment: fleet.xlsx"] for ch in email_chunks)
-    assert any("SB-02 | 2" in ch["text"] for ch in email_chunks)
+    assert any("Attachments: fleet.xlsx" in ch["text"] for ch in email_chunks)
+    assert not any("SB-02" in ch["text"] for ch in email_chunks)
+    # Its attachment is the workbook uploaded above (docs/decisions/0048): not a second item.
+    [attached] = c.items.attachments(workspace_id(c), ids[SourceType.EMAIL])
+    assert attached.item_id is None and attached.reason and "same content" in attached.reason
 
     slides = _chunks(client, ids[SourceType.PPTX])
     assert ["Slide 1: Results", "Notes"] in [ch["heading_path"] for ch in slides]

@@ -321,3 +321,38 @@ def test_a_corrected_date_removes_the_disagreement_and_a_new_conflict_opens_one(
         assert side.quotation in text and "March 2020" in side.quotation
         [reopened] = c.claims.disagreements(ws)
         assert reopened.status is DisagreementStatus.OPEN
+
+
+@BOTH
+def test_a_version_that_changes_a_resolved_positions_date_reopens_the_same_disagreement(
+    settings: Settings,
+) -> None:
+    """Resolved, then the press release's new version states another date that still
+    disagrees: the same disagreement reopens, its decision kept in its history (the pair
+    quoting the old date is dropped and the new one recorded in one transaction, so the
+    disagreement is never deleted in between and found again as new)."""
+    with built(settings, embedding_provider="none") as c:
+        ws = workspace_id(c)
+        press, data = "", b""
+        for doc in demo_documents():
+            item = c.ingest.ingest(
+                ws, IngestRequest(data=doc.data, filename=doc.filename, created_at=doc.created_at)
+            )
+            if "press-release" in doc.filename:
+                press, data = item.id, doc.data
+        drain(c)
+        [disagreement] = c.claims.disagreements(ws)
+        c.claims.resolve_disagreement(
+            ws, disagreement.id, Resolution.POSITION_CORRECT, by="tester", position=2, note="n"
+        )
+        with c.versions.admit():
+            c.versions.upload(ws, press, data.replace(b"14 March 2019", b"14 April 2020"))
+        drain(c)
+        [reopened] = c.claims.disagreements(ws)
+        assert reopened.id == disagreement.id
+        assert reopened.status is DisagreementStatus.OPEN and reopened.resolution is None
+        last = reopened.history[-1]
+        assert last["event"] == "reopened: a position's claims changed"
+        assert last["previous_resolution"] == "position_correct" and last["previous_note"] == "n"
+        values = sorted(p.value for p in reopened.positions)
+        assert any("April 2020" in v for v in values) and any("June 2021" in v for v in values)

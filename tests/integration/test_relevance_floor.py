@@ -142,3 +142,22 @@ def test_the_cli_says_nothing_matched(
     assert main(["search", REAL[0]]) == 0
     out = capsys.readouterr().out
     assert NOTHING_MATCHED not in out and "  1. " in out
+
+
+def test_items_holding_only_the_querys_function_words_are_weak_matches(
+    demo: tuple[Container, dict[str, str], Settings],
+) -> None:
+    """The text legs rank without marks; the floor looks up which of their hits hold a word
+    of the query other than a function word. Here the text legs find items by "have" and
+    "been" alone, and those stay weak."""
+    c, ids, _ = demo
+    ws = workspace_id(c)
+    query = "have been zebra xylophone"
+    assert c.text_search.search_items(ws, query, limit=10), "the demo corpus lost these words"
+    resp = c.search.search(ws, SearchQuery(text=query))
+    assert resp.results == () and resp.nothing_matched
+    assert resp.weak_matches == len(ids)
+    # The same words beside one the corpus holds: that item passes.
+    found = c.search.search(ws, SearchQuery(text="have been Sabrewing"))
+    assert not found.nothing_matched
+    assert any(r.item.id == ids[REAL[1]] for r in found.results)

@@ -31,6 +31,11 @@ def test_text_legs_bench_scores_both_dialects_alike(
     for dialect in ("sqlite", "postgresql"):
         for leg in ("text", "chunk_text", "fused_text"):
             assert report[dialect][leg]["ndcg@10"] == 1.0, (dialect, leg)
+        calls = report[dialect]["per_call_cpu_ms"]
+        assert set(calls) == {
+            f"{leg}_{kind}" for leg in ("items", "chunks") for kind in ("marked", "ranked_only")
+        }
+        assert all(ms >= 0 for ms in calls.values())
     # The database now holds the corpus: a second run would mix two, so it is refused.
     assert main([*argv, "--database", database_url]) != 0
     assert "already holds items" in capsys.readouterr().err

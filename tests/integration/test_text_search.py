@@ -298,6 +298,25 @@ def test_ranking_without_marks_then_marking_the_page_gives_what_a_marked_search_
     assert err.value.field == "chunk_ids"
 
 
+def test_items_matching_says_which_of_the_given_live_items_hold_a_query_term(
+    store: Store,
+) -> None:
+    by_title = store.add(store.a, "Turbine notes", "Nothing else here.")
+    by_text = store.add(store.a, "Notes", "Two turbines spin.")
+    neither = store.add(store.a, "Other", "A windmill.")
+    gone = store.add(store.a, "Deleted", "A turbine too.")
+    other = store.add(store.b, "Elsewhere", "turbine")
+    with store.db.write() as conn:
+        conn.execute(items.update().where(items.c.id == gone.id).values(deleted_at=NOW))
+    asked = [by_title.id, by_text.id, neither.id, gone.id, other.id, new_id()]
+    assert store.search.items_matching(store.a, "the turbine", asked) == {by_title.id, by_text.id}
+    assert store.search.items_matching(store.a, "windmill", asked) == {neither.id}
+    assert store.search.items_matching(store.a, "?!", asked) == set()
+    assert store.search.items_matching(store.a, "turbine", []) == set()
+    with pytest.raises(ValidationError):
+        store.search.items_matching(store.a, "turbine", [new_id() for _ in range(1001)])
+
+
 def test_items_can_be_searched_among_given_ids(store: Store) -> None:
     one = store.add(store.a, "Turbines", "A wind turbine blade.")
     two = store.add(store.a, "More turbines", "Turbine towers and turbine blades.")

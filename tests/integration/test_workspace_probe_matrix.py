@@ -117,6 +117,7 @@ PROBES: dict[str, Probe] = {
     "POST /api/v1/items": P(body={"text": "{memo}", "title": "memo"}),
     "GET /api/v1/items": P(),
     "GET /api/v1/items/{item_id}": P(path=ITEM),
+    "PATCH /api/v1/items/{item_id}": P(path=ITEM, body={"title": "memo"}),
     "DELETE /api/v1/items/{item_id}": P(path=ITEM),
     "GET /api/v1/items/{item_id}/original": P(path=ITEM),
     "GET /api/v1/items/{item_id}/text": P(path=ITEM),
@@ -160,6 +161,7 @@ PROBES: dict[str, Probe] = {
         path={"relationship_id": "relationship"}, body={"decision": "reject"}
     ),
     "GET /api/v1/settings/models": P(),
+    "GET /api/v1/settings/watches": P(),
     "GET /api/v1/audit": P(),
     "GET /api/v1/tokens": P(),
     "POST /api/v1/tokens": P(viewer_may=True, body={"name": "probe"}),

@@ -2,7 +2,8 @@
 processed (items, originals, chunks, vectors, entities, claims, a contradiction,
 relationships, runs, jobs), then people's work on it: an administrator and a member, API
 tokens (one revoked), a signed-in session, invitations, a resolved contradiction, reviewed
-relationships, decided aliases and a deleted item; each leaves its audit event.
+relationships, decided aliases, a deleted item (each leaves its audit event) and a watched
+folder.
 
 Vectors come from ``FakeEmbedder`` (384 wide, like the default model), so no model loads.
 """
@@ -10,6 +11,7 @@ Vectors come from ``FakeEmbedder`` (384 wide, like the default model), so no mod
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,6 +27,7 @@ from relata.seed import demo_documents
 from relata.storage.sql import tables as t
 from relata.storage.sql.deployment_keys import shared_key
 from relata.storage.sql.engine import Database
+from tests.fuzz.officegen import make_eml
 from tests.support.api import PASSWORD, make_user
 from tests.support.fake_embedder import FakeEmbedder
 from tests.support.ingest import built, drain
@@ -60,6 +63,13 @@ def ingest_demo(c: Container, workspace_id: str) -> list[str]:
     return [i.id for i in items]
 
 
+NOTICE_EML = make_eml(
+    subject="Berth notice",
+    text="Berth four is closed for dredging.\n",
+    attachments=[("berths.csv", "text/csv", b"berth,state\nfour,closed\nfive,open\n")],
+)
+
+
 def seed_deployment(settings: Settings) -> Seeded:
     """Seed the deployment at ``settings`` (created and migrated here)."""
     with built(settings, embedder=embedder()) as c:
@@ -72,6 +82,9 @@ def seed_deployment(settings: Settings) -> Seeded:
         drain(c)
         with c.versions.admit():
             c.versions.upload(ws.id, rota.id, ROTA_V2, filename="rota.txt", actor=CLI_ACTOR)
+        drain(c)
+        # A message with an attachment that became an item (item_attachments).
+        c.ingest.ingest(ws.id, IngestRequest(data=NOTICE_EML, filename="notice.eml"))
         drain(c)
         admin = c.accounts.create_user(
             "ada", PASSWORD, workspace=ws, role=Role.OWNER, is_admin=True
@@ -117,6 +130,12 @@ def seed_deployment(settings: Settings) -> Seeded:
         c.entities.decide(ws.id, aliases[0].alias.id, AliasStatus.CONFIRMED, by="ada")
         c.entities.decide(ws.id, aliases[1].alias.id, AliasStatus.REJECTED, by="grace")
         c.items.delete(ws.id, item_ids[-1], actor=CLI_ACTOR)  # its audit event stays
+        # A watched folder (watches, watched_files): a file ingested, one refused.
+        folder = Path(settings.data_dir).parent / "watched"
+        folder.mkdir(exist_ok=True)
+        (folder / "tide-table.txt").write_text("Tide table: high water at 06:12 on Monday.")
+        (folder / "blob.bin").write_bytes(bytes(range(256)) * 4)
+        c.watches.watcher(ws.id, folder, actor=CLI_ACTOR).catch_up()
         drain(c)
         return Seeded(ws.id, token, revoked, session, admin.username, member.username)
 

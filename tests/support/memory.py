@@ -477,6 +477,15 @@ class MemoryItemRepository:
     def set_text(self, workspace_id: str, item_id: str, text: str) -> None:
         self._store.update_item(workspace_id, item_id, self._store.clock.now(), text=text)
 
+    def set_details(
+        self, workspace_id: str, item_id: str, *, title: str, metadata: dict[str, str]
+    ) -> Item:
+        now = self._store.clock.now()
+        row = self._store.update_item(
+            workspace_id, item_id, now, title=title, metadata=dict(metadata)
+        )
+        return _item_out(row.item)
+
     def set_original_path(self, workspace_id: str, item_id: str, path: str) -> None:
         self._store.update_item(workspace_id, item_id, self._store.clock.now(), original_path=path)
 

@@ -54,6 +54,7 @@ def test_workspace_is_described_the_same_way_everywhere() -> None:
     options = {name: _workspace_option(p) for name, p in COMMANDS.items()}
     helps = {name: a.help for name, a in options.items() if a is not None and not a.required}
     assert {"search", "ask", "ingest", "items", "item", "delete", "jobs", "reembed"} <= set(helps)
+    assert "watch" in helps
     assert {"export"} <= set(helps)
     assert len(set(helps.values())) == 1, helps
     required = {name for name, a in options.items() if a is not None and a.required}
@@ -86,3 +87,23 @@ def test_counts_are_pluralised() -> None:
     assert plural(1, "block") == "1 block"
     assert plural(0, "block") == "0 blocks"
     assert plural(2, "entry", "entries") == "2 entries"
+
+
+def test_watch_help_says_what_it_does_to_files_and_which_settings_shape_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["watch", "--help"])
+    assert exit_info.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    for words in (
+        "new version",
+        "RELATA_WATCH_ON_DELETE",
+        "RELATA_WATCH_IGNORE",
+        "RELATA_MAX_UPLOAD_BYTES",
+        "--ignore GLOB",
+        "--once",
+        "--no-process",
+        "catches up",
+    ):
+        assert words in text, words

@@ -14,6 +14,7 @@ from relata.chunking import chunk_document
 from relata.domain.errors import TooLarge, UnsupportedContent, ValidationError
 from relata.domain.models import SourceType
 from relata.parsing import ParseLimits, parse, sniff
+from relata.parsing.eml import attachments_of
 from tests.fuzz.docgen import make_zip, replace_entry
 from tests.fuzz.invariants import check_chunks, check_document
 from tests.fuzz.officegen import XLSX_TYPE, make_csv, make_eml, make_pptx, make_xlsx
@@ -184,26 +185,39 @@ def test_an_html_only_message_is_read_through_the_html_parser() -> None:
     assert "HTML version" not in both.text  # the text/plain alternative is preferred
 
 
-def test_attachments_of_supported_types_become_sections_of_the_message() -> None:
+def test_attachments_are_listed_by_name_and_handed_on_not_read_into_the_message() -> None:
+    xlsx = make_xlsx({"Fleet": [["turbine", "MW"], ["SB-01", 1.5]]})
     data = make_eml(
         attachments=[
-            ("fleet.xlsx", XLSX_TYPE, make_xlsx({"Fleet": [["turbine", "MW"], ["SB-01", 1.5]]})),
+            ("fleet.xlsx", XLSX_TYPE, xlsx),
             ("sites.csv", "text/csv", make_csv(2)),
             ("logo.png", "image/png", b"\x89PNG\r\n\x1a\n" + bytes(64)),
-            ("forwarded.eml", "application/octet-stream", make_eml(subject="Inner")),
+            ("forwarded.eml", "message/rfc822", make_eml(subject="Inner")),
         ]
     )
     doc = parse(data, SourceType.EMAIL)
     check_document(doc, ParseLimits())
-    sections = {b.heading_path for b in doc.blocks if b.kind == "table"}
-    assert sections == {("Attachment: fleet.xlsx", "Fleet"), ("Attachment: sites.csv",)}
-    headings = [(b.text, b.level) for b in doc.blocks if b.kind == "heading"]
-    assert headings == [("Attachment: fleet.xlsx", 1), ("Fleet", 2), ("Attachment: sites.csv", 1)]
-    assert "turbine | MW\nSB-01 | 1.5" in doc.text
-    assert len(doc.warnings) == 2
-    assert "'logo.png' was not read: the content is a PNG image" in doc.warnings[0]
-    assert "'forwarded.eml' was not read" in doc.warnings[1]
-    assert "Inner" not in doc.text
+    # The attachments are items of their own (docs/decisions/0048): the message names them.
+    assert doc.blocks[-1].kind == "field"
+    assert doc.blocks[-1].text == ("Attachments: fleet.xlsx, sites.csv, logo.png, forwarded.eml")
+    assert "turbine" not in doc.text and "Inner" not in doc.text
+    assert doc.warnings == ()
+    parts = attachments_of(data, max_count=20)
+    assert [(p.number, p.name, p.reason) for p in parts] == [
+        (1, "fleet.xlsx", None),
+        (2, "sites.csv", None),
+        (3, "logo.png", None),
+        (4, "forwarded.eml", "an attached message is not read"),
+    ]
+    assert parts[0].data == xlsx and parts[0].content_type == XLSX_TYPE
+    assert parts[3].data is None
+
+
+def test_attachments_past_the_count_bound_are_listed_with_the_reason() -> None:
+    data = make_eml(attachments=[(f"n{n}.txt", "text/plain", b"note %d" % n) for n in range(5)])
+    parts = attachments_of(data, max_count=3)
+    assert [p.data is not None for p in parts] == [True, True, True, False, False]
+    assert parts[4].reason == "the message has more than 3 attachments, the limit"
 
 
 def test_mime_parts_are_bounded_in_number_and_depth() -> None:
@@ -244,7 +258,7 @@ def test_unsupported_office_and_archive_formats_are_still_refused() -> None:
         sniff(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(600), filename="old.xls")
 
 
-def test_an_office_zip_bomb_is_refused_at_upload_and_inside_a_message_only_skipped() -> None:
+def test_an_office_zip_bomb_is_refused_at_upload_and_does_not_stop_its_message() -> None:
     data = make_xlsx({"S": [["a"], ["z" * 50_000]]})
     limits = ParseLimits(max_uncompressed_bytes=40_000)
     with pytest.raises(TooLarge, match="a zip bomb"):
@@ -252,8 +266,10 @@ def test_an_office_zip_bomb_is_refused_at_upload_and_inside_a_message_only_skipp
     message = make_eml(attachments=[("bomb.xlsx", XLSX_TYPE, data)])
     doc = parse(message, SourceType.EMAIL, limits=limits)
     assert doc.title == "Harbour report" and "slipway repairs" in doc.text
-    assert len(doc.warnings) == 1 and "'bomb.xlsx' was not read" in doc.warnings[0]
-    assert "zip bomb" in doc.warnings[0]
+    assert doc.blocks[-1].text == "Attachments: bomb.xlsx"
+    # Ingestion sniffs the attachment as an upload of its own: refused there, with the reason.
+    [part] = attachments_of(message, limits, max_count=20)
+    assert part.data == data
 
 
 def test_a_dtd_in_a_part_not_named_xml_is_refused_too() -> None:

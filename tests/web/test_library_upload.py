@@ -298,10 +298,19 @@ def test_what_upload_js_relies_on_in_the_api(c: Container) -> None:
 
 
 def test_rows_still_processing_are_marked_for_live_status(c: Container) -> None:
+    """The first page is live as a whole (library.js, tests/web/test_library_live.py); the
+    rows of a later page are followed one by one (status.js)."""
     pending = c.ingest.ingest(
         _ws(c), IngestRequest(data=b"Pending text for the pipeline.\n", filename="p.txt")
     )
-    html = web_client(c, role=Role.VIEWER).get(LIBRARY).text
-    assert re.search(rf'data-live-status data-item-id="{pending.id}"\s+data-status="pending"', html)
+    client = web_client(c, role=Role.VIEWER)
+    html = client.get(LIBRARY).text
+    assert re.search(rf'<tr data-row-of="{pending.id}" data-status="pending">', html)
+    assert "data-live-status" not in html
     assert 'id="status-announcer" aria-live="polite"' in html
-    assert '<table class="items" data-slug="default">' in html
+    assert (
+        '<table class="items" data-slug="default" data-live-rows="/w/default/library/rows">' in html
+    )
+    assert '<script src="/static/library.js" defer></script>' in html
+    later = client.get(f"{LIBRARY}?offset=1").text  # an empty later page: nothing live
+    assert "data-live-rows" not in later and "library.js" not in later

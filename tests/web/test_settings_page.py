@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
@@ -472,3 +473,26 @@ def test_token_names_display_names_and_typed_values_are_escaped(c: Container) ->
     assert typed.status_code == 400 and leaked(typed.text) == []
     status, created = _create_token(client, name=XSS[2])
     assert status == 201 and leaked(created) == []
+
+
+# ---------------------------------------------------------------- watched folders
+def test_the_watched_folders_status_comes_from_the_database(c: Container, tmp_path: Path) -> None:
+    folder = tmp_path / "watched"
+    folder.mkdir()
+    (folder / "otters.txt").write_text("A watched note about the otters of the estuary.")
+    (folder / "blob.bin").write_bytes(bytes(range(256)) * 4)
+    client = web_client(c)
+    assert "No folder is watched into this workspace" in client.get(SETTINGS).text
+    # The watcher is another process's in production; the page reads only the database.
+    w = c.watches.watcher(workspace_id(c), folder)
+    w.claim()
+    w.catch_up()
+    text = client.get(SETTINGS).text
+    assert "Watched folders" in text and str(folder.resolve()) in text
+    assert ">watching<" in text
+    assert 'data-count="tracked">1<' in text and 'data-count="ingested">1<' in text
+    assert 'data-count="failed">1<' in text
+    viewer = web_client(c, role=Role.VIEWER).get(SETTINGS).text
+    assert str(folder.resolve()) not in viewer and "a folder on the server" in viewer
+    w.release()
+    assert ">stopped<" in client.get(SETTINGS).text

@@ -39,6 +39,7 @@ from relata.cli import (
     search,
     serve,
     transfer,
+    watch,
     workspaces,
 )
 from relata.cli.common import CliError, run_command
@@ -65,6 +66,7 @@ _COMMANDS: tuple[ModuleType | Deferred, ...] = (
     serve,
     jobs,
     ingest,
+    watch,
     items,
     reprocess,
     inspect,

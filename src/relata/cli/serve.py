@@ -21,6 +21,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from relata.cli.common import CliError, open_container, settings_or_exit, where
+from relata.cli.watch import start_background, stop_background
 
 if TYPE_CHECKING:
     import uvicorn
@@ -43,7 +44,8 @@ def register(sub: Any) -> None:
         "SIGINT stops it gracefully within RELATA_SHUTDOWN_TIMEOUT seconds. With more than "
         "one HTTP process (--processes, RELATA_HTTP_PROCESSES; one per core by default) a "
         "supervisor does the start-up work once, runs the background workers, and restarts "
-        "an HTTP process that dies.",
+        "an HTTP process that dies. With RELATA_WATCH_DIR set, the process that runs the "
+        "background workers also keeps that folder in step (as `relata watch`).",
     )
     p.add_argument(
         "--processes",
@@ -255,9 +257,11 @@ def _serve_one(settings: Settings) -> int:
             if pool is not None:
                 sig.on_repeat = functools.partial(pool.cancel_all, "second shutdown signal")
                 pool.start()
+            watching = start_background(c, sig.event)
             try:
                 server.run()
             finally:
+                stop_background(watching, sig.event, settings.shutdown_timeout)
                 if pool is not None:
                     elapsed = time.monotonic() - (server.signalled_at or time.monotonic())
                     pool.stop(max(0.0, settings.shutdown_timeout - elapsed))

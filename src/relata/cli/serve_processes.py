@@ -30,6 +30,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from relata.cli.common import CliError, open_container, settings_or_exit
+from relata.cli.watch import start_background, stop_background
 
 if TYPE_CHECKING:
     from relata.config.settings import Settings
@@ -118,11 +119,13 @@ def serve_supervised(processes: int, prepare: Any) -> int:
                 sig.on_repeat = again
                 if pool is not None:
                     pool.start()
+                watching = start_background(c, sig.event)
                 code = 1
                 try:
                     code = supervisor.run(sig.event)
                 finally:
                     sock.close()
+                    stop_background(watching, sig.event, settings.shutdown_timeout)
                     if pool is not None:
                         # The HTTP processes drained first; the background workers get
                         # what is left of the one deadline.

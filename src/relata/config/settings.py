@@ -119,6 +119,17 @@ def _hosts(value: str) -> tuple[str, ...]:
     return hosts
 
 
+def _globs(value: str) -> tuple[str, ...]:
+    """Glob patterns, comma-separated; empty is none."""
+    items = tuple(v.strip() for v in value.split(",") if v.strip())
+    if len(items) > 100:
+        raise ValueError("at most 100 patterns")
+    for item in items:
+        if len(item) > 200:
+            raise ValueError("a pattern is longer than 200 characters")
+    return items
+
+
 def _networks(value: str) -> tuple[str, ...]:
     """IP addresses or networks, comma-separated (``10.0.0.5, 192.168.0.0/24, ::1``); empty
     is none."""
@@ -522,6 +533,53 @@ SETTINGS: tuple[Setting, ...] = (
         "(the newest ones); older originals are removed, their versions stay listed as history. "
         "0 keeps none.",
     ),
+    # A watched folder (docs/decisions/0047-watched-folder.md).
+    Setting(
+        "RELATA_WATCH_DIR",
+        "watch_dir",
+        _str,
+        "",
+        "a directory path, or empty",
+        "A folder `relata serve` keeps in step with a workspace (as `relata watch DIR` does), "
+        "in its background-worker process. Empty: none.",
+    ),
+    Setting(
+        "RELATA_WATCH_WORKSPACE",
+        "watch_workspace",
+        _str,
+        "",
+        "a workspace slug, or empty",
+        "The workspace RELATA_WATCH_DIR is kept in step with (it must exist); empty means "
+        "RELATA_DEFAULT_WORKSPACE.",
+    ),
+    Setting(
+        "RELATA_WATCH_ON_DELETE",
+        "watch_on_delete",
+        _choice("delete", "keep"),
+        "delete",
+        "delete, keep",
+        "What a watched folder does when a file is deleted: delete its item (once no other "
+        "tracked file has the same content) or keep it in the workspace, no longer tracked.",
+    ),
+    Setting(
+        "RELATA_WATCH_IGNORE",
+        "watch_ignore",
+        _globs,
+        "",
+        "comma-separated glob patterns",
+        "Files and folders a watched folder ignores, besides hidden ones and editors' "
+        "temporary files (`*~`, `#*#`, `*.swp`, `~$*`, `*.tmp`, `*.part`, ...); matched "
+        "against the name and the path inside the folder. `relata watch --ignore` adds more.",
+    ),
+    Setting(
+        "RELATA_WATCH_RESCAN_SECONDS",
+        "watch_rescan_seconds",
+        _float(10, 86400),
+        "600",
+        "seconds (10-86400)",
+        "How often a watcher compares the whole folder with what it recorded, besides "
+        "following file events (which a network drive or an overflowing queue can miss).",
+    ),
     Setting(
         "RELATA_PARSE_MAX_PDF_PAGES",
         "parse_max_pdf_pages",
@@ -899,6 +957,11 @@ class Settings:
     max_upload_bytes: int = 52_428_800
     max_import_bytes: int = 1_073_741_824
     keep_previous_originals: int = 5
+    watch_dir: str = ""
+    watch_workspace: str = ""
+    watch_on_delete: str = "delete"
+    watch_ignore: tuple[str, ...] = ()
+    watch_rescan_seconds: float = 600.0
     parse_max_pdf_pages: int = 1000
     parse_max_chars: int = 10_000_000
     parse_timeout: float = 120.0

@@ -193,6 +193,19 @@ class Item:
 
 
 @dataclass(frozen=True, slots=True)
+class Attachment:
+    """One attachment of an e-mail item (docs/decisions/0048), numbered from 1 in the
+    message's order: ``item_id`` is the item it became, None when it was not read
+    (``reason`` says why) or that item was deleted since."""
+
+    message_id: str
+    number: int
+    name: str
+    item_id: str | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ItemVersion:
     """One version of an item's content (docs/decisions/0045-item-versions.md): numbered from
     1, the highest is the item's current content. ``original_path`` is None once a previous

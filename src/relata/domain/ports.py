@@ -19,6 +19,7 @@ from relata.domain.models import (
     Actor,
     AliasStatus,
     ApiToken,
+    Attachment,
     AuditEvent,
     Chunk,
     Claim,
@@ -251,6 +252,9 @@ class ItemRepository(Protocol):
         ...
 
     def set_text(self, workspace_id: str, item_id: str, text: str) -> None: ...
+    def set_details(
+        self, workspace_id: str, item_id: str, *, title: str, metadata: dict[str, str]
+    ) -> Item: ...
     def get_parsed(self, workspace_id: str, item_id: str) -> tuple[Item, dict[str, Any] | None]: ...
     def status_counts(self, workspace_id: str, item_ids: Sequence[str]) -> dict[str, int]: ...
     def mark_deleted(self, workspace_id: str, item_id: str) -> Item: ...
@@ -414,6 +418,22 @@ class StageTransaction(Protocol):
     def complete_job(self, job_id: str, owner: str, now: datetime) -> None:
         """Mark the running job ``succeeded``; ``LeaseLost`` (all rolled back) when ``owner``
         no longer holds its lease, so a stale worker's result is never committed."""
+        ...
+
+
+class AttachmentRepository(Protocol):
+    """E-mail items' attachments (``item_attachments``): what each became, or why not."""
+
+    def add(self, workspace_id: str, attachments: Sequence[Attachment]) -> None:
+        """Record a message's attachments (once, when it is ingested)."""
+        ...
+
+    def of_message(self, workspace_id: str, message_id: str) -> list[Attachment]:
+        """The message's attachments in order (empty for another workspace's item)."""
+        ...
+
+    def message_of(self, workspace_id: str, item_id: str) -> str | None:
+        """The message the item is an attachment of, if any."""
         ...
 
 
@@ -837,6 +857,11 @@ class TextSearch(Protocol):
     ) -> dict[str, TextMarks]:
         """Matched words and highlight offsets of each live chunk, as ``search_chunks``
         reports them; chunks that match nothing are left out."""
+        ...
+
+    def items_matching(self, workspace_id: str, query: str, item_ids: Sequence[str]) -> set[str]:
+        """Which of the live ``item_ids`` match any query term (title or text): unranked,
+        so it reads only those items' matches."""
         ...
 
     def items_containing(

@@ -136,6 +136,8 @@ class AuditAction(enum.StrEnum):
     ITEM_REPROCESSED = "item.reprocessed"
     #: A new version of an item's content (not recorded for an identical re-upload).
     ITEM_VERSION_UPLOADED = "item.version_uploaded"
+    #: An item's title or metadata changed by hand (details name the fields, not the values).
+    ITEM_EDITED = "item.edited"
     ALIAS_DECIDED = "alias.decided"
     CONTRADICTION_RESOLVED = "contradiction.resolved"
     DISAGREEMENT_RESOLVED = "disagreement.resolved"

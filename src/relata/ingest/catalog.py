@@ -1,11 +1,19 @@
-"""Items after ingestion: read them, download their originals, delete them, reprocess them.
+"""Items after ingestion: read them, edit their title and metadata, download their originals,
+delete them, reprocess them.
+
+Editing (``edit``) validates as an upload does (``relata.ingest.validation``), writes title and
+metadata in one statement, and records one ``item.edited`` event naming the fields that
+changed (never their values); an edit that changes nothing records nothing. The full-text
+indexes follow the title in the same transaction (docs/decisions/0048).
 
 Deleting is two steps. ``mark_deleted`` hides the item from every read at once (and frees
 its content hash), so a pipeline stage still running for it meets ``NotFound`` and fails
 without retrying; then whatever lives outside the database is removed (vectors, through the
 ``on_delete`` hooks later features register; the stored original), and finally the row,
-whose chunks, claims and processing runs go with it by ``ON DELETE CASCADE``. A hook that
-fails is logged and does not keep the item: retrieval re-checks every hit against the
+whose chunks, claims and processing runs go with it by ``ON DELETE CASCADE``. Deleting an
+e-mail deletes the items its attachments became the same way, each audited on its own
+(docs/decisions/0048); deleting an attachment leaves its message, which lists it as gone.
+A hook that fails is logged and does not keep the item: retrieval re-checks every hit against the
 items table, so a leftover vector can never surface a deleted item.
 """
 
@@ -23,6 +31,7 @@ from relata.domain.errors import NotFound, ValidationError
 from relata.domain.models import (
     SYSTEM_ACTOR,
     Actor,
+    Attachment,
     Chunk,
     Item,
     ItemStatus,
@@ -30,6 +39,7 @@ from relata.domain.models import (
     SourceType,
 )
 from relata.domain.ports import (
+    AttachmentRepository,
     AuditRecorder,
     ChunkRepository,
     ItemRepository,
@@ -37,7 +47,7 @@ from relata.domain.ports import (
 )
 from relata.domain.vocabulary import AuditAction, AuditTarget
 from relata.ingest.originals import EXTENSIONS, OriginalStore
-from relata.ingest.validation import MEDIA_TYPES
+from relata.ingest.validation import MEDIA_TYPES, validate_metadata, validate_title
 from relata.pipeline import Pipeline, Reprocessing
 
 log = logging.getLogger("relata.ingest")
@@ -74,8 +84,10 @@ class ItemCatalog:
         *,
         audit: AuditRecorder,
         chunks: ChunkRepository,
+        attachments: AttachmentRepository | None = None,
     ) -> None:
         self._items = items
+        self._attachments = attachments
         self._chunks = chunks
         self._runs = runs
         self._originals = originals
@@ -155,6 +167,50 @@ class ItemCatalog:
             contains=contains,
         )
 
+    def edit(
+        self,
+        workspace_id: str,
+        item_id: str,
+        *,
+        title: str | None = None,
+        metadata: object = None,
+        actor: Actor = SYSTEM_ACTOR,
+    ) -> Item:
+        """Change the item's title and/or replace its metadata (None: leave it as it is);
+        see the module docstring. ``ValidationError`` names the field at fault."""
+        new_title = None
+        if title is not None:
+            new_title = validate_title(title)
+            if new_title is None:
+                raise ValidationError("title must not be blank", field="title")
+        new_metadata = None if metadata is None else validate_metadata(metadata)
+        item = self._items.get(workspace_id, item_id)
+        changed = [
+            name
+            for name, new, old in (
+                ("title", new_title, item.title),
+                ("metadata", new_metadata, item.metadata),
+            )
+            if new is not None and new != old
+        ]
+        if not changed:
+            return item
+        edited = self._items.set_details(
+            workspace_id,
+            item_id,
+            title=new_title if new_title is not None else item.title,
+            metadata=new_metadata if new_metadata is not None else item.metadata,
+        )
+        self._audit.record(
+            workspace_id,
+            AuditAction.ITEM_EDITED,
+            actor,
+            target_kind=AuditTarget.ITEM,
+            target_id=item_id,
+            details={name: True for name in changed},
+        )
+        return edited
+
     def original(self, workspace_id: str, item_id: str) -> StoredOriginal:
         item = self._items.get(workspace_id, item_id)
         path = self._originals.path(item.original_path or "")
@@ -170,7 +226,32 @@ class ItemCatalog:
     def delete(self, workspace_id: str, item_id: str, *, actor: Actor = SYSTEM_ACTOR) -> None:
         """Delete the item (see the module docstring), audited as ``actor``."""
         item = self._items.mark_deleted(workspace_id, item_id)
+        for attached in self.attachments(workspace_id, item_id):
+            if attached.item_id is None:
+                continue
+            try:
+                part = self._items.mark_deleted(workspace_id, attached.item_id)
+            except NotFound:  # deleted meanwhile
+                continue
+            details: dict[str, object] = {
+                "source_type": part.source_type.value,
+                "with_message": True,
+            }
+            self._remove(part, actor, details)
         self._remove(item, actor, {"source_type": item.source_type.value})
+
+    def attachments(self, workspace_id: str, item_id: str) -> builtins.list[Attachment]:
+        """The e-mail's attachments: the item each became, or why not (empty for any other
+        item)."""
+        if self._attachments is None:
+            return []
+        return self._attachments.of_message(workspace_id, item_id)
+
+    def attachment_of(self, workspace_id: str, item_id: str) -> str | None:
+        """The id of the message the item is an attachment of, if any."""
+        if self._attachments is None:
+            return None
+        return self._attachments.message_of(workspace_id, item_id)
 
     def finish_delete(self, item: Item, *, actor: Actor = SYSTEM_ACTOR) -> None:
         """The rest of a delete interrupted after ``mark_deleted`` (a process killed in

@@ -11,6 +11,12 @@ before writing is only a courtesy that saves writing a file: the partial unique 
 ``(workspace_id, content_hash)`` is what makes concurrent uploads of the same bytes
 converge on one item.
 
+An e-mail's attachments become items of their own once the message's item is started
+(``_split``, docs/decisions/0048): each through these same steps and bounds (at most
+``MAX_ATTACHMENTS``, each within ``RELATA_MAX_UPLOAD_BYTES``, an attached message refused),
+each audited as an upload, and the message's ``item_attachments`` rows say which item each
+became or why it did not.
+
 Bulk imports use ``ingest_many``: the same steps for a batch, with one duplicate query, one
 filesystem sync and one insert transaction for the whole batch instead of one per item. A
 single upload fsyncs its own file instead.
@@ -25,9 +31,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 
-from relata.domain.errors import DuplicateItem, RelataError, TooLarge, ValidationError
-from relata.domain.models import SYSTEM_ACTOR, Actor, Item, ItemStatus, SourceType
-from relata.domain.ports import AuditRecorder, Clock, ItemRepository
+from relata.domain.errors import (
+    DuplicateItem,
+    RelataError,
+    TooLarge,
+    UnsupportedContent,
+    ValidationError,
+)
+from relata.domain.models import SYSTEM_ACTOR, Actor, Attachment, Item, ItemStatus, SourceType
+from relata.domain.ports import AttachmentRepository, AuditRecorder, Clock, ItemRepository
 from relata.domain.vocabulary import AuditAction, AuditTarget
 from relata.ids import content_hash, new_id
 from relata.ingest.admission import Admission
@@ -43,12 +55,16 @@ from relata.ingest.validation import (
     validate_title,
 )
 from relata.parsing import ParseLimits, sniff
+from relata.parsing.eml import attachments_of
 from relata.pipeline import Pipeline, StagePayload
 
 log = logging.getLogger("relata.ingest")
 
 #: The most requests one ``ingest_many`` call takes (bounds memory and one transaction).
 MAX_BATCH = 256
+#: The most attachments of one message that become items: as many files as one upload of
+#: the library's form takes (``relata.web.context.MAX_FORM_FILES``).
+MAX_ATTACHMENTS = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,8 +108,10 @@ class IngestService:
         admission: Admission,
         audit: AuditRecorder,
         limits: ParseLimits | None = None,
+        attachments: AttachmentRepository | None = None,
     ) -> None:
         self._items = items
+        self._attachments = attachments
         self._audit = audit
         self._originals = originals
         self._pipeline = pipeline
@@ -130,7 +148,12 @@ class IngestService:
 
     # ------------------------------------------------------------ the steps
     def _run(
-        self, workspace_id: str, requests: Sequence[IngestRequest], actor: Actor
+        self,
+        workspace_id: str,
+        requests: Sequence[IngestRequest],
+        actor: Actor,
+        *,
+        attached: bool = False,
     ) -> list[Item | RelataError]:
         if len(requests) > MAX_BATCH:
             raise ValueError(f"at most {MAX_BATCH} requests per batch")
@@ -139,7 +162,7 @@ class IngestService:
         accepted: list[_Accepted] = []
         for i, request in enumerate(requests):
             try:
-                accepted.append(self._accept(workspace_id, i, request, now))
+                accepted.append(self._accept(workspace_id, i, request, now, attached=attached))
             except ValidationError as exc:  # includes UnsupportedContent and TooLarge
                 results[i] = exc
         accepted = self._drop_duplicates(workspace_id, accepted, results)
@@ -152,6 +175,8 @@ class IngestService:
             # A durable commit, after the jobs': on SQLite it makes them durable with it
             # (the WAL is written in order; docs/decisions/0029-sqlite-durability.md).
             self._record_uploads(workspace_id, actor, started)
+        if not attached:
+            self._split(workspace_id, [a for a in created if results[a.index] is a.item], actor)
         out: list[Item | RelataError] = []
         for r in results:
             if r is None:  # pragma: no cover - every request ends with an item or an error
@@ -160,7 +185,13 @@ class IngestService:
         return out
 
     def _accept(
-        self, workspace_id: str, index: int, request: IngestRequest, now: datetime
+        self,
+        workspace_id: str,
+        index: int,
+        request: IngestRequest,
+        now: datetime,
+        *,
+        attached: bool = False,
     ) -> _Accepted:
         title = validate_title(request.title)
         metadata = validate_metadata(request.metadata)
@@ -169,6 +200,8 @@ class IngestService:
         source_type: SourceType = sniff(
             data, filename=request.filename, content_type=request.content_type, limits=self._limits
         )
+        if attached and source_type is SourceType.EMAIL:
+            raise UnsupportedContent("an attached message is not read", field="file")
         filename = display_filename(request.filename)
         item_id = new_id()
         item = Item(
@@ -326,6 +359,50 @@ class IngestService:
                 for item in items
             ],
         )
+
+    def _split(self, workspace_id: str, started: list[_Accepted], actor: Actor) -> None:
+        """Each started message's attachments become items (see the module docstring). A
+        message whose parts cannot be walked is left to its parse stage, which says why."""
+        if self._attachments is None:
+            return
+        for a in started:
+            if a.item.source_type is not SourceType.EMAIL:
+                continue
+            try:
+                parts = attachments_of(a.data, self._limits, max_count=MAX_ATTACHMENTS)
+            except RelataError:
+                continue
+            handed = [p for p in parts if p.data is not None]
+            requests = [
+                IngestRequest(data=p.data, filename=p.name, content_type=p.content_type)
+                for p in handed
+            ]
+            outcome = dict(
+                zip(
+                    (p.number for p in handed),
+                    self._run(workspace_id, requests, actor, attached=True) if requests else [],
+                    strict=True,
+                )
+            )
+            rows = []
+            for p in parts:
+                result = outcome.get(p.number)
+                if isinstance(result, Item):
+                    rows.append(Attachment(a.item.id, p.number, p.name, item_id=result.id))
+                    continue
+                reason = p.reason
+                if isinstance(result, DuplicateItem):
+                    reason = "the same content is already an item of this workspace"
+                elif isinstance(result, RelataError):
+                    reason = result.message
+                rows.append(Attachment(a.item.id, p.number, p.name, reason=reason))
+            try:
+                self._attachments.add(workspace_id, rows)
+            except Exception as exc:  # the items stand; only the links are missing
+                log.warning(
+                    "could not record a message's attachments",
+                    extra={"fields": {"item_id": a.item.id, "error_type": type(exc).__name__}},
+                )
 
     def _remove_rows(self, accepted: list[_Accepted]) -> None:
         for a in accepted:

@@ -38,7 +38,7 @@ def _library_version(name: str) -> str:
 #: Recorded on every processing run; it changes when the output of ``parse`` may change,
 #: including upgrades of the libraries whose output it passes through.
 PARSER_VERSION = (
-    f"2+pypdf-{_library_version('pypdf')}+markdown-it-{_library_version('markdown-it-py')}"
+    f"3+pypdf-{_library_version('pypdf')}+markdown-it-{_library_version('markdown-it-py')}"
     f"+openpyxl-{_library_version('openpyxl')}+python-pptx-{_library_version('python-pptx')}"
 )
 
@@ -57,18 +57,7 @@ _PARSERS: dict[SourceType, _Parser] = {
 }
 
 
-def _parse_email(data: bytes, limits: ParseLimits, deadline: Deadline) -> Document:
-    return parse_email(data, limits, deadline, parse_part=_parse_part)
-
-
-def _parse_part(
-    data: bytes, source_type: SourceType, limits: ParseLimits, deadline: Deadline
-) -> Document:
-    """An attachment of a message: parsed like an upload, within the message's deadline."""
-    return _checked(data, source_type, _PARSERS[source_type], limits, deadline)
-
-
-_PARSERS[SourceType.EMAIL] = _parse_email
+_PARSERS[SourceType.EMAIL] = parse_email
 
 
 def parse(

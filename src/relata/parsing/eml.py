@@ -5,25 +5,23 @@ Subject), then its body, then one section per readable attachment. Sender, recip
 and subject are also metadata, and the subject is the title. The body is the text/plain part
 when there is one, else the text/html one read like an HTML upload (``htmldoc.read_html``).
 
-Attachments are sections of the message, not items of their own (see
-docs/decisions/0035-more-formats.md): each attachment whose content ``sniff`` accepts is
-parsed by the parser of its type (passed in as ``parse_part``, so this module does not import
-the dispatcher) under the same limits and deadline, and its blocks are added under the
-heading ``Attachment: NAME``. An attachment that is refused (unsupported, over a bound,
-damaged) or is itself a message is skipped with a warning naming it; the message is still
-read. Parts are bounded: at most ``max_mime_parts`` of them, nested at most
-``_MAX_DEPTH`` deep, walked iteratively.
+Attachments are items of their own, linked to the message
+(docs/decisions/0048-library-editing-and-attachments.md, replacing 0035's sections):
+``attachments_of`` hands ingestion each attachment's name and bytes (or why it cannot be
+read: an attached message, an undecodable part, one past the count bound), and the
+message's text only lists them by name, in a ``field`` block ``Attachments: a.pdf, b.csv``,
+so a search for a file name finds the message. Parts are bounded: at most
+``max_mime_parts`` of them, nested at most ``_MAX_DEPTH`` deep, walked iteratively.
 """
 
 from __future__ import annotations
 
 import email
 import email.policy
-from collections.abc import Callable
+from dataclasses import dataclass
 from email.message import EmailMessage, Message
 from email.utils import parsedate_to_datetime
 
-from relata.domain.errors import UnsupportedContent, ValidationError
 from relata.domain.models import SourceType
 from relata.parsing.htmldoc import read_html
 from relata.parsing.model import (
@@ -34,14 +32,25 @@ from relata.parsing.model import (
     check_source_bytes,
     clean_text,
     one_line,
-    path_label,
     too_big,
 )
-from relata.parsing.sniff import sniff
 from relata.parsing.text import paragraphs_of
 
-#: Parses an attachment of a sniffed type: ``parse_part(data, source_type, limits, deadline)``.
-PartParser = Callable[[bytes, SourceType, ParseLimits, Deadline], Document]
+#: The longest attachment name kept (display only; it never names a path).
+MAX_NAME_CHARS = 200
+
+
+@dataclass(frozen=True, slots=True)
+class EmailAttachment:
+    """One attachment part, numbered from 1 in the message's order: its bytes, or why they
+    are not handed on (``reason``)."""
+
+    number: int
+    name: str
+    content_type: str
+    data: bytes | None = None
+    reason: str | None = None
+
 
 _MAX_DEPTH = 16
 _HEADERS = (("From", "sender"), ("To", "recipients"), ("Cc", "cc"), ("Date", "date"))
@@ -64,7 +73,8 @@ def _iso_date(value: str) -> str:
 
 
 def _leaves(message: Message, limits: ParseLimits) -> list[Message]:
-    """The non-multipart parts in order, bounded in number and depth (no recursion)."""
+    """The non-multipart parts in order, bounded in number and depth (no recursion); an
+    attached message is one part, never walked into."""
     leaves: list[Message] = []
     stack: list[tuple[Message, int]] = [(message, 0)]
     seen = 0
@@ -77,7 +87,7 @@ def _leaves(message: Message, limits: ParseLimits) -> list[Message]:
             )
         if depth > _MAX_DEPTH:
             raise too_big(f"the message nests MIME parts more than {_MAX_DEPTH} deep, the limit")
-        if part.is_multipart():
+        if part.is_multipart() and part.get_content_maintype() != "message":
             children = part.get_payload()
             if isinstance(children, list):
                 stack.extend(
@@ -105,7 +115,11 @@ def _text_of(part: Message, builder: DocumentBuilder) -> str:
 def _body(leaves: list[Message]) -> tuple[Message | None, list[Message]]:
     """The body part (text/plain first, else text/html) and the attachments."""
     attachments = [
-        p for p in leaves if p.get_content_disposition() == "attachment" or p.get_filename()
+        p
+        for p in leaves
+        if p.get_content_disposition() == "attachment"
+        or p.get_filename()
+        or p.get_content_maintype() == "message"  # a forwarded message is never the body
     ]
     texts = [p for p in leaves if p not in attachments]
     for subtype in ("plain", "html"):
@@ -121,12 +135,10 @@ class _Reader:
         builder: DocumentBuilder,
         limits: ParseLimits,
         deadline: Deadline,
-        parse_part: PartParser,
     ) -> None:
         self.builder = builder
         self.limits = limits
         self.deadline = deadline
-        self.parse_part = parse_part
 
     def headers(self, message: Message) -> None:
         lines: list[str] = []
@@ -150,49 +162,66 @@ class _Reader:
         for paragraph in paragraphs_of(text):
             self.builder.add(paragraph, clean=False)
 
-    def attachment(self, number: int, part: Message) -> None:
-        name = one_line(clean_text(part.get_filename() or ""), 200) or f"attachment {number}"
-        data = part.get_payload(decode=True)
-        if part.get_content_maintype() == "message" or not isinstance(data, bytes):
-            self.builder.warnings.append(f"attachment {name!r} is a message; it was not read")
-            return
-        try:
-            source_type = sniff(
-                data, filename=name, content_type=part.get_content_type(), limits=self.limits
-            )
-            if source_type is SourceType.EMAIL:
-                raise UnsupportedContent("an attached message is not read", field="content")
-            document = self.parse_part(data, source_type, self.limits, self.deadline)
-        except (UnsupportedContent, ValidationError) as exc:
-            self.deadline.check()  # out of time is the message's refusal, not the attachment's
-            self.builder.warnings.append(f"attachment {name!r} was not read: {exc.message}")
-            return
-        label = path_label(f"Attachment: {name}")
-        self.builder.add(label, kind="heading", heading_path=(label,), level=1, clean=False)
-        for block in document.blocks:
-            self.builder.add(
-                block.text,
-                kind=block.kind,
-                heading_path=(label, *block.heading_path),
-                level=block.level + 1 if block.kind in ("heading", "title") else 0,
-                page=block.page,
-                clean=False,
-            )
+
+def _name(number: int, part: Message) -> str:
+    try:
+        raw = part.get_filename() or ""
+    except Exception:  # a malformed parameter: the part is still listed, by number
+        raw = ""
+    return one_line(clean_text(raw), MAX_NAME_CHARS) or f"attachment {number}"
 
 
-def parse_email(
-    data: bytes, limits: ParseLimits, deadline: Deadline, *, parse_part: PartParser
-) -> Document:
+def _message(data: bytes, limits: ParseLimits) -> tuple[Message, list[Message]]:
     check_source_bytes(data, limits)
     message = email.message_from_bytes(data, policy=email.policy.default)
+    return message, _leaves(message, limits)
+
+
+def attachments_of(
+    data: bytes, limits: ParseLimits | None = None, *, max_count: int
+) -> list[EmailAttachment]:
+    """The message's attachments in order, at most ``max_count`` of them handed on with
+    their bytes (the rest listed with the reason); an attached message is never read."""
+    limits = limits or ParseLimits()
+    _, leaves = _message(data, limits)
+    _, parts = _body(leaves)
+    out: list[EmailAttachment] = []
+    handed = 0
+    for number, part in enumerate(parts, start=1):
+        name = _name(number, part)
+        ctype = part.get_content_type()
+        if part.get_content_maintype() == "message":
+            out.append(
+                EmailAttachment(number, name, ctype, reason="an attached message is not read")
+            )
+            continue
+        if handed >= max_count:
+            reason = f"the message has more than {max_count} attachments, the limit"
+            out.append(EmailAttachment(number, name, ctype, reason=reason))
+            continue
+        try:
+            payload = part.get_payload(decode=True)
+        except Exception:  # a damaged transfer encoding: this part only
+            payload = None
+        if not isinstance(payload, bytes):
+            reason = "its content could not be decoded"
+            out.append(EmailAttachment(number, name, ctype, reason=reason))
+            continue
+        handed += 1
+        out.append(EmailAttachment(number, name, ctype, data=payload))
+    return out
+
+
+def parse_email(data: bytes, limits: ParseLimits, deadline: Deadline) -> Document:
+    message, leaves = _message(data, limits)
     builder = DocumentBuilder(SourceType.EMAIL, limits)
-    reader = _Reader(builder, limits, deadline, parse_part)
-    leaves = _leaves(message, limits)
+    reader = _Reader(builder, limits, deadline)
     body, attachments = _body(leaves)
     reader.headers(message)
     if body is not None:
         reader.body(body)
-    for number, part in enumerate(attachments, start=1):
-        deadline.check()
-        reader.attachment(number, part)
+    deadline.check()
+    if attachments:
+        names = [_name(n, part) for n, part in enumerate(attachments, start=1)]
+        builder.add("Attachments: " + ", ".join(names), kind="field")
     return builder.build()

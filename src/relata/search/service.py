@@ -450,28 +450,31 @@ class SearchService:
 
     def _worded(
         self, workspace_id: str, query: str, hits: dict[str, Sequence[LegHit] | None]
-    ) -> Callable[[str], bool | None]:
+    ) -> Callable[[str], bool]:
         """Whether an item the text legs found holds a word of the query other than a
-        function word, for the relevance floor: the legs rank without marks, so where the
-        query has function words ("how do ..."), one unranked lookup of the query's other
-        words among those items says which hold one. Without function words in the query,
-        every text hit holds a word that counts."""
+        function word, for the relevance floor (the legs rank without marks). Without
+        function words in the query, every text hit holds one. Otherwise one unranked lookup
+        of the query's other words says which hold one, among the text hits the floor could
+        still call weak: not those an entity names, nor those as close in meaning as the floor
+        asks (for them the answer cannot change the verdict)."""
         words = _WORD.findall(query)[:MAX_QUERY_WORDS]
         if self._meaning_floor <= 0 or not any(_function_word(w) for w in words):
-            return lambda item_id: None
-        found = list(dict.fromkeys(h.id for leg in LEXICAL_LEGS for h in (hits.get(leg) or ())))[
-            :MAX_WORDED_LOOKUP
-        ]
+            return lambda item_id: True
+        settled = {h.id for h in hits.get(SearchLeg.ENTITY) or ()} | {
+            h.id
+            for h in hits.get(SearchLeg.VECTOR) or ()
+            if h.similarity is not None and h.similarity >= self._meaning_floor
+        }
+        open_ = [
+            i
+            for i in dict.fromkeys(h.id for leg in LEXICAL_LEGS for h in (hits.get(leg) or ()))
+            if i not in settled
+        ][:MAX_WORDED_LOOKUP]
         content = " ".join(w for w in words if not _function_word(w))
         holding: set[str] = set()
-        if content and found:
-            holding = {
-                h.id
-                for h in self._text.search_items(
-                    workspace_id, content, limit=len(found), item_ids=found, marks=False
-                )
-            }
-        return lambda item_id: item_id in holding
+        if content and open_:
+            holding = self._text.items_matching(workspace_id, content, open_)
+        return lambda item_id: item_id in settled or item_id in holding
 
     def _marked(
         self,
@@ -553,7 +556,7 @@ class SearchService:
         hits: dict[str, Sequence[LegHit] | None],
         source: str | None,
         query: SearchQuery,
-        worded: Callable[[str], bool | None],
+        worded: Callable[[str], bool],
         timings: dict[str, float],
     ) -> list[LegHit]:
         """Items related to the top results (the other legs fused): a relationship a

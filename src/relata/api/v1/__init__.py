@@ -32,6 +32,7 @@ from relata.api.v1 import (
     search,
     system,
     tokens,
+    watches,
     workspaces,
 )
 
@@ -51,6 +52,7 @@ _GROUPS = (
     relationships,
     graph,
     model_status,
+    watches,
     audit,
     tokens,
     workspaces,

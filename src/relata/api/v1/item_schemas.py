@@ -53,6 +53,23 @@ class ItemIn(BaseModel):
     allow_duplicate: bool = Field(False, description="keep a deliberate copy of existing text")
 
 
+class ItemEditIn(BaseModel):
+    """``PATCH /items/{id}``: a new title and/or metadata (a field left out is unchanged)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    title: str | None = Field(
+        None,
+        description="1-500 characters, no control characters",
+        json_schema_extra={"minLength": 1, "maxLength": 500, "pattern": r"\S"},
+    )
+    metadata: Metadata | None = Field(
+        None,
+        description="replaces the whole map: at most 32 keys ([A-Za-z0-9_.-]) to strings of "
+        "at most 1024 characters; `{}` clears it",
+    )
+
+
 def _or_empty(schema: dict[str, Any]) -> dict[str, Any]:
     """A form field's schema, or null: a multipart body cannot tell an empty field from a
     missing value, and an empty field means "not given" (a browser sends empty inputs)."""
@@ -90,6 +107,17 @@ CREATE_ITEM_BODY: dict[str, Any] = {
 }
 
 
+class AttachmentOut(BaseModel):
+    """One attachment of an e-mail item (docs/decisions/0048)."""
+
+    number: int = Field(description="its place in the message, from 1")
+    name: str = Field(description="its file name in the message (display only)")
+    item_id: str | None = Field(
+        description="the item it became; null when it was not read or that item was deleted"
+    )
+    reason: str | None = Field(description="why it was not read, when it was not")
+
+
 class ItemDetailOut(item_responses.ItemDetailOut):
     """``GET /items/{id}``: the item, its runs and entities, and its best related items. It
     keeps the name of the detail it extends, so the OpenAPI schema keeps its name too (the
@@ -99,4 +127,10 @@ class ItemDetailOut(item_responses.ItemDetailOut):
         default_factory=list,
         description=f"up to {DETAIL_RELATED} related items, best first, rejected ones left "
         "out, each with why in one line",
+    )
+    attachment_of: str | None = Field(
+        None, description="the e-mail item this item is an attachment of, if any"
+    )
+    attachments: list[AttachmentOut] = Field(
+        default_factory=list, description="an e-mail item's attachments, in order"
     )

@@ -1,5 +1,5 @@
-"""The items API: upload (multipart or JSON text), list, read, download the original,
-delete and reprocess.
+"""The items API: upload (multipart or JSON text), list, read, edit the title and metadata,
+download the original, delete and reprocess.
 
 Uploads are admitted before their body is read (``Overloaded`` -> 503 with Retry-After); the
 body is bounded by ``relata.api.limits`` as it streams in (``RELATA_MAX_UPLOAD_BYTES`` plus
@@ -27,7 +27,14 @@ from starlette.responses import FileResponse
 
 from relata.api.deps import ContainerDep, PrincipalDep
 from relata.api.openapi import errors
-from relata.api.v1.item_schemas import CREATE_ITEM_BODY, DETAIL_RELATED, ItemDetailOut, ItemIn
+from relata.api.v1.item_schemas import (
+    CREATE_ITEM_BODY,
+    DETAIL_RELATED,
+    AttachmentOut,
+    ItemDetailOut,
+    ItemEditIn,
+    ItemIn,
+)
 from relata.api.v1.params import FromParam, Offset, ToParam, instant
 from relata.domain.errors import TooLarge, UnsupportedContent, ValidationError
 from relata.domain.models import ItemStatus, SourceType
@@ -254,7 +261,33 @@ def get_item(item_id: str, p: PrincipalDep, c: ContainerDep) -> ItemDetailOut:
     entities = c.entities.for_item(p.workspace_id, item_id)
     related = c.relationships.related(p.workspace_id, item_id, limit=DETAIL_RELATED)
     base = item_detail_out(detail.item, detail.runs, entities)
-    return ItemDetailOut(**dict(base), related=[related_brief_out(r) for r in related])
+    return ItemDetailOut(
+        **dict(base),
+        related=[related_brief_out(r) for r in related],
+        attachment_of=c.items.attachment_of(p.workspace_id, item_id),
+        attachments=[
+            AttachmentOut(number=a.number, name=a.name, item_id=a.item_id, reason=a.reason)
+            for a in c.items.attachments(p.workspace_id, item_id)
+        ],
+    )
+
+
+@router.patch(
+    "/items/{item_id}",
+    response_model=ItemOut,
+    summary="Change an item's title and/or metadata",
+    description="A field left out stays as it is; `metadata` replaces the whole map. "
+    "Searchable under the new title at once; audited (`item.edited`, its details naming the "
+    "fields that changed) when something changed. Editors and owners only.",
+    responses=errors(400, 404),
+)
+def edit_item(item_id: str, body: ItemEditIn, p: PrincipalDep, c: ContainerDep) -> ItemOut:
+    if body.title is None and body.metadata is None:
+        raise ValidationError("send a title or metadata to change", field="title")
+    item = c.items.edit(
+        p.workspace_id, item_id, title=body.title, metadata=body.metadata, actor=p.actor
+    )
+    return item_out(item)
 
 
 @router.get(

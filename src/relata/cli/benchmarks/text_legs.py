@@ -242,6 +242,7 @@ def _legs(
     out: dict[str, Any] = {
         "cpu_s": round(cpu, 2),
         "cpu_ms_per_query": round(cpu * 1000 / max(len(queries), 1), 1),
+        "per_call_cpu_ms": _per_call_cpu(db, search, ws, list(queries.values())),
     }
     for leg, run in runs.items():
         scores = evaluate(run, qrels).as_dict()
@@ -249,6 +250,22 @@ def _legs(
         if leg in times:
             out[leg]["p50_ms"] = round(percentile(times[leg], 50), 2)
             out[leg]["p95_ms"] = round(percentile(times[leg], 95), 2)
+    return out
+
+
+def _per_call_cpu(
+    db: Database, search: SqlTextSearchBase, ws: str, queries: list[str]
+) -> dict[str, float]:
+    """CPU ms per call of each leg at the search service's depth (100), with the matched
+    words and highlights and without them (``marks=False``, as the service ranks, ADR 49)."""
+    out: dict[str, float] = {}
+    for marks in (True, False):
+        for leg, call in (("items", search.search_items), ("chunks", search.search_chunks)):
+            cpu0 = _cpu(db)
+            for text in queries:
+                call(ws, text, limit=DEPTH, marks=marks)
+            ms = (_cpu(db) - cpu0) * 1000 / max(len(queries), 1)
+            out[f"{leg}_{'marked' if marks else 'ranked_only'}"] = round(ms, 2)
     return out
 
 
@@ -292,6 +309,13 @@ def _lines(r: dict[str, Any]) -> list[str]:
             f"{name}: load {d['load']['wall_s']} s wall / {d['load']['cpu_s']} s CPU; "
             f"queries {d['cpu_s']} s CPU ({d['cpu_ms_per_query']} ms a query)"
         )
+        calls = d.get("per_call_cpu_ms", {})
+        if calls:
+            lines.append(
+                "  CPU ms a call at 100 results, marked / ranked only: items "
+                f"{calls['items_marked']} / {calls['items_ranked_only']}, chunks "
+                f"{calls['chunks_marked']} / {calls['chunks_ranked_only']}"
+            )
         for leg in ("text", "chunk_text", "fused_text"):
             s = d[leg]
             timing = f"  p50 {s['p50_ms']} ms  p95 {s['p95_ms']} ms" if "p50_ms" in s else ""

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import builtins
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -324,11 +324,14 @@ def record_contradictions(
     workspace_id: str,
     found: Sequence[FoundContradiction],
     now: datetime,
+    *,
+    also_rebuild: Iterable[str] = (),
 ) -> int:
     """Upsert what the detector found (see the module docstring); how many are new or
-    reopened."""
+    reopened. ``also_rebuild``: more disagreement keys whose pairs changed (contradictions
+    a new version dropped), rebuilt with these."""
     changed = 0
-    keys: set[str] = set()
+    keys: set[str] = set(also_rebuild)
     for f in found:
         key = rules.disagreement_key(f.subject, rules.topic_of(f.facet, f.reason, f.identity))
         keys.add(key)

@@ -300,6 +300,16 @@ class SqlItemRepository:
     def set_text(self, workspace_id: str, item_id: str, text: str) -> None:
         self._update(workspace_id, item_id, text=text)
 
+    def set_details(
+        self, workspace_id: str, item_id: str, *, title: str, metadata: dict[str, str]
+    ) -> Item:
+        """Set the item's title (with its ``title_key``) and metadata; the full-text indexes
+        follow the title by themselves (SQLite's triggers, PostgreSQL's generated column)."""
+        self._update(
+            workspace_id, item_id, title=title, title_key=title_key(title), metadata=dict(metadata)
+        )
+        return self.get(workspace_id, item_id)
+
     def set_original_path(self, workspace_id: str, item_id: str, path: str) -> None:
         self._update(workspace_id, item_id, original_path=path)
 

@@ -278,6 +278,26 @@ item_versions = sa.Table(
     sa.Index(None, "workspace_id", "original_path"),
 )
 
+# An e-mail's attachments (docs/decisions/0048-library-editing-and-attachments.md): one row
+# per attachment part, numbered in the message's order; ``item_id`` is the item it became
+# (NULL when it was not read: ``reason`` says why, or when that item was deleted since).
+item_attachments = sa.Table(
+    "item_attachments",
+    metadata,
+    sa.Column(
+        "message_id",
+        sa.String(36),
+        sa.ForeignKey("items.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    sa.Column("number", sa.Integer, primary_key=True),
+    _ws(),
+    sa.Column("name", sa.String(255), nullable=False),
+    sa.Column("item_id", sa.String(36), sa.ForeignKey("items.id", ondelete="SET NULL")),
+    sa.Column("reason", sa.String(500)),
+    sa.Index(None, "item_id"),
+)
+
 chunks = sa.Table(
     "chunks",
     metadata,
@@ -681,4 +701,45 @@ audit_events = sa.Table(
     _ts("at"),
     sa.Index(None, "workspace_id", "at"),
     sa.Index(None, "workspace_id", "action", "at"),
+)
+
+# A watched folder (``relata watch``, docs/decisions/0047-watched-folder.md): one row per
+# folder and workspace, with its status for the settings page; its files below.
+watches = sa.Table(
+    "watches",
+    metadata,
+    _id(),
+    _ws(),
+    sa.Column("root", sa.String(1024), nullable=False),
+    sa.Column("state", sa.String(16), nullable=False, server_default="stopped"),
+    sa.Column("owner_host", sa.String(255)),
+    sa.Column("owner_pid", sa.Integer),
+    _ts("created_at"),
+    _ts("started_at", nullable=True),
+    _ts("heartbeat_at", nullable=True),
+    _ts("last_scan_at", nullable=True),
+    sa.Column("ingested", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("updated", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("deleted", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("last_error", sa.String(1000)),
+    sa.UniqueConstraint("workspace_id", "root"),
+)
+
+# A file of a watched folder as last seen: its item (NULL when refused, or when the item was
+# deleted from the workspace), size, mtime and SHA-256, and why it was refused.
+watched_files = sa.Table(
+    "watched_files",
+    metadata,
+    sa.Column(
+        "watch_id", sa.String(36), sa.ForeignKey("watches.id", ondelete="CASCADE"), primary_key=True
+    ),
+    sa.Column("path", sa.String(1024), primary_key=True),
+    _ws(),
+    sa.Column("item_id", sa.String(36), sa.ForeignKey("items.id", ondelete="SET NULL")),
+    sa.Column("size_bytes", sa.BigInteger, nullable=False),
+    sa.Column("mtime_ns", sa.BigInteger, nullable=False),
+    sa.Column("sha256", sa.String(64), nullable=False),
+    sa.Column("error", sa.String(1000)),
+    _ts("updated_at"),
+    sa.Index(None, "workspace_id", "item_id"),
 )

@@ -40,6 +40,7 @@ from relata.storage.sql.claims import (
     repeats_written_after,
     replace_item_claims,
 )
+from relata.storage.sql.disagreements import rebuild as rebuild_disagreements
 from relata.storage.sql.engine import Database
 from relata.storage.sql.entities import replace_item_entities
 from relata.storage.sql.item_versions import switch_version
@@ -71,6 +72,10 @@ class SqlStageTransaction:
         self._dialect = dialect
         self._ws = workspace_id
         self._now = now
+        # Disagreements whose pairs a new version dropped, rebuilt with what the claims stage
+        # records next (or before commit): rebuilt at once, one that lost a position would be
+        # deleted and found again as new, where it should reopen.
+        self._stale_keys: set[str] = set()
 
     def store_parsed(
         self, item_id: str, *, text: str, structure: dict[str, Any], title: str | None
@@ -98,7 +103,7 @@ class SqlStageTransaction:
     def replace_claims(self, item_id: str, claims: Sequence[Claim]) -> None:
         replace_item_claims(self._conn, self._dialect, self._ws, item_id, claims, self._now)
         # A new version's text may no longer quote what a contradiction quoted (ADR 45).
-        drop_vanished_contradictions(self._conn, self._dialect, self._ws, item_id, self._now)
+        self._stale_keys |= drop_vanished_contradictions(self._conn, self._ws, item_id)
 
     def claims_written_after(
         self, after: int, subjects: Sequence[str], *, exclude_item: str, limit: int
@@ -115,7 +120,16 @@ class SqlStageTransaction:
         )
 
     def record_contradictions(self, found: Sequence[FoundContradiction]) -> int:
-        return record_contradictions(self._conn, self._dialect, self._ws, found, self._now)
+        stale, self._stale_keys = self._stale_keys, set()
+        return record_contradictions(
+            self._conn, self._dialect, self._ws, found, self._now, also_rebuild=stale
+        )
+
+    def finish(self) -> None:
+        """What is left to do before the commit: the disagreements still to rebuild."""
+        if self._stale_keys:
+            stale, self._stale_keys = self._stale_keys, set()
+            rebuild_disagreements(self._conn, self._dialect, self._ws, stale, self._now)
 
     def replace_relationships(
         self,
@@ -195,7 +209,9 @@ class SqlUnitOfWork:
         if not workspace_id:
             raise MissingWorkspace("a unit of work needs a workspace")
         with self._db.write(durable=durable) as conn:
-            yield SqlStageTransaction(conn, self._db.dialect, workspace_id, self._clock.now())
+            tx = SqlStageTransaction(conn, self._db.dialect, workspace_id, self._clock.now())
+            yield tx
+            tx.finish()
 
     def snapshot(self) -> AbstractContextManager[None]:
         return self._db.snapshot()

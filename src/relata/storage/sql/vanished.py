@@ -4,21 +4,22 @@ replaced (docs/decisions/0045-item-versions.md).
 A contradiction keeps each side's quotation. When an item's text changes (a new version), a
 contradiction whose side of that item quotes words the new text no longer contains has lost
 its evidence: it is deleted, whatever its status (a decision about it stays in the audit log),
-and its disagreement is rebuilt from the pairs left. A claim the new text still makes is found
+and its disagreement is rebuilt from the pairs left, by the caller, once the claims stage has
+recorded what the new text says: rebuilt in between, a disagreement that lost a position would
+be deleted and found again as a new one, its resolution and history gone, where it should
+reopen (a position's claims changed). A claim the new text still makes is found
 again by the claims stage and upserted on its identity, its decision kept or reopened by the
 ledger's own rules. Unchanged text drops nothing, so a plain reprocess is not affected.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from relata.storage.sql.base import require_workspace, ws_filter
-from relata.storage.sql.disagreements import rebuild
 from relata.storage.sql.tables import contradictions, items
 
 #: The most contradictions of one item looked at per replacement (a bound on one read).
@@ -30,17 +31,15 @@ def _quotation(side: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
-def drop_vanished_contradictions(
-    conn: Connection, dialect: str, workspace_id: str, item_id: str, now: datetime
-) -> int:
+def drop_vanished_contradictions(conn: Connection, workspace_id: str, item_id: str) -> set[str]:
     """Delete the item's contradictions whose quotation of it its text no longer contains;
-    how many were deleted."""
+    the disagreement keys they belonged to, for the caller to rebuild."""
     ws = require_workspace(contradictions, workspace_id)
     text = conn.execute(
         sa.select(items.c.text).where(ws_filter(items, ws), items.c.id == item_id)
     ).scalar()
     if text is None:
-        return 0
+        return set()
     rows = conn.execute(
         sa.select(
             contradictions.c.id,
@@ -73,5 +72,4 @@ def drop_vanished_contradictions(
                 keys.add(r.disagreement_key)
     if gone:
         conn.execute(contradictions.delete().where(contradictions.c.id.in_(gone)))
-        rebuild(conn, dialect, ws, keys, now)
-    return len(gone)
+    return keys

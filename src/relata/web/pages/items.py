@@ -38,6 +38,7 @@ from relata.schemas.claims import claim_out, contradiction_out
 from relata.schemas.items import item_out, run_out
 from relata.schemas.versions import versions_out
 from relata.web.context import Page, choice, field, form, page
+from relata.web.pages.item_edit import metadata_text
 from relata.web.templating import render
 from relata.web.text import Segment, Span, segments
 
@@ -171,6 +172,22 @@ def _item_view(
         "related_more": len(related) > RELATED_SHOWN,
         "stages": [s.value for s in StageKind],
         "versions": versions_out(item_id, c.versions.list(ws, item_id)).versions[:VERSIONS_SHOWN],
+        "metadata_text": metadata_text(item.metadata),
+        **_attachment_view(c, ws, item_id),
+    }
+
+
+def _attachment_view(c: Any, ws: str, item_id: str) -> dict[str, Any]:
+    """The item's links as an e-mail attachment, both ways: the message it is an attachment
+    of, and the attachments it has (each the item it became, or why it did not)."""
+    attachments = c.items.attachments(ws, item_id)
+    parent = c.items.attachment_of(ws, item_id)
+    linked = [a.item_id for a in attachments if a.item_id] + ([parent] if parent else [])
+    titles = c.items.titles(ws, linked) if linked else {}
+    return {
+        "attachments": attachments,
+        "attachment_of": (parent, titles[parent]) if parent in titles else None,
+        "attachment_titles": titles,
     }
 
 

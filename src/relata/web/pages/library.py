@@ -4,6 +4,11 @@ form (handled by ``relata.web.pages.upload``; with JavaScript, ``static/upload.j
 file to the API with progress). Rows of items still being processed carry
 ``data-live-status`` for ``static/status.js`` to follow; a failed item's row says why.
 
+The first page is live (docs/decisions/0048): ``static/library.js`` polls ``GET
+/w/{slug}/library/rows`` (the same filters) and puts in the rows that are new and replaces
+those whose status changed, with the HTML this module renders for the page itself
+(``library_macros.html``); there status.js does not follow the rows. Later pages are not live.
+
 Editors tick rows and reprocess or delete them together (``POST .../library/selected``, one
 form, no script needed): deleting asks once, on a page listing what goes, whose form posts
 again with ``confirmed``. Each item goes through the same ``c.items`` call as its own page's
@@ -13,12 +18,12 @@ or busy meanwhile is skipped and the notice says some were. Viewers cannot post 
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
-from starlette.responses import RedirectResponse, Response
+from starlette.responses import JSONResponse, RedirectResponse, Response
 
 from relata.api.deps import container
 from relata.api.v1.params import instant
@@ -27,7 +32,7 @@ from relata.domain.models import ItemStatus, SourceType
 from relata.domain.vocabulary import Role
 from relata.schemas.items import item_out
 from relata.web.context import MAX_FORM_FIELDS, MAX_FORM_FILES, Page, choice, field, form, page
-from relata.web.templating import NOTICES, render
+from relata.web.templating import NO_STORE, NOTICES, fragment, render
 
 router = APIRouter()
 PAGE_SIZE = 25
@@ -48,6 +53,37 @@ NOTICES.update(
 )
 
 
+#: The states a row no longer leaves by itself (library.js polls while a row is in another).
+FINAL = frozenset({ItemStatus.READY, ItemStatus.FAILED})
+
+
+def _first_rows(
+    request: Request,
+    who: Page,
+    *,
+    q: str | None,
+    type: str | None,
+    status: str | None,
+    from_: str | None,
+    to: str | None,
+    offset: int = 0,
+) -> list[Any]:
+    """One page of the library (one more row than the page: is there a next page?)."""
+    c = container(request)
+    source_type = choice(SourceType, type, "type")
+    item_status = choice(ItemStatus, status, "status")
+    return c.items.list(
+        who.workspace_id,
+        limit=PAGE_SIZE + 1,
+        offset=offset,
+        source_type=source_type,
+        status=item_status,
+        created_from=instant(from_, "from"),
+        created_to=instant(to, "to", end=True),
+        contains=q,
+    )
+
+
 @router.get("/w/{slug}/library", name="web_library")
 async def library(
     request: Request,
@@ -60,18 +96,9 @@ async def library(
     offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
 ) -> Response:
     c = container(request)
-    source_type = choice(SourceType, type, "type")
-    item_status = choice(ItemStatus, status, "status")
     rows = await run_in_threadpool(
-        lambda: c.items.list(
-            who.workspace_id,
-            limit=PAGE_SIZE + 1,
-            offset=offset,
-            source_type=source_type,
-            status=item_status,
-            created_from=instant(from_, "from"),
-            created_to=instant(to, "to", end=True),
-            contains=q,
+        lambda: _first_rows(
+            request, who, q=q, type=type, status=status, from_=from_, to=to, offset=offset
         )
     )
     filters = {"q": q, "type": type, "status": status, "from": from_, "to": to}
@@ -83,6 +110,7 @@ async def library(
         filters=filters,
         filtered=any(filters.values()),
         offset=offset,
+        live=offset == 0,
         next_offset=offset + PAGE_SIZE if len(rows) > PAGE_SIZE else None,
         prev_offset=max(0, offset - PAGE_SIZE) if offset else None,
         types=[t.value for t in SourceType],
@@ -93,6 +121,38 @@ async def library(
         max_upload_bytes=c.ingest.max_upload_bytes,
         max_files=MAX_FORM_FILES,
     )
+
+
+@router.get("/w/{slug}/library/rows", name="web_library_rows")
+async def library_rows(
+    request: Request,
+    who: Annotated[Page, Depends(page)],
+    q: str | None = None,
+    type: str | None = None,
+    status: str | None = None,
+    from_: Annotated[str | None, Query(alias="from")] = None,
+    to: str | None = None,
+) -> Response:
+    """The first page's rows as JSON for ``static/library.js``: newest first, each with its id,
+    status and HTML (rendered and escaped as the page renders it), and whether any is still
+    being processed."""
+    found = await run_in_threadpool(
+        lambda: _first_rows(request, who, q=q, type=type, status=status, from_=from_, to=to)
+    )
+    can_select = who.can(Role.EDITOR)
+    rows = []
+    for item in found[:PAGE_SIZE]:
+        html = fragment(
+            request,
+            "library_row.html",
+            item=item_out(item),
+            page=who,
+            can_select=can_select,
+            reason_chars=REASON_CHARS,
+        )
+        rows.append({"id": item.id, "status": item.status.value, "html": html.strip()})
+    pending = any(i.status not in FINAL for i in found[:PAGE_SIZE])
+    return JSONResponse({"rows": rows, "pending": pending}, headers=NO_STORE)
 
 
 def _selection(data: FormData) -> list[str]:

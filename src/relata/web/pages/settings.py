@@ -1,4 +1,5 @@
-"""Settings: providers, models, the vector count check, re-embedding, API tokens, members.
+"""Settings: providers, models, the vector count check, re-embedding, API tokens, members,
+watched folders.
 
 Everything comes from the services the API uses, in the API's shapes:
 
@@ -17,7 +18,11 @@ Everything comes from the services the API uses, in the API's shapes:
   change roles and remove members here, and invite people (``relata.web.pages.invitations``:
   the link shown once, the pending invitations listed with a Revoke button). Nobody is added
   by username. A refused change (the last owner, a member already) is the settings page
-  again with the message beside the members' forms.
+  again with the message beside the members' forms;
+- watched folders (``c.watches.statuses``, as ``GET /api/v1/settings/watches``; read from the
+  database, so the page of any HTTP process shows the watcher of the process that runs it):
+  folder (to editors and owners), state, last full scan, files tracked, ingested, updated,
+  removed and refused, last error.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from relata.api.errors import status_for
 from relata.api.v1.invitations import InvitationOut
 from relata.api.v1.model_status import ModelStatusOut
 from relata.api.v1.tokens import TokenOut
+from relata.api.v1.watches import WatchOut
 from relata.api.v1.workspaces import MemberOut
 from relata.auth.invitations import DEFAULT_DAYS, MAX_DAYS
 from relata.domain.errors import Conflict, NotFound, RelataError, ValidationError
@@ -102,6 +108,10 @@ def _context(c: Container, who: Page) -> dict[str, Any]:
         "invite_days": INVITE_DAYS,
         "default_days": DEFAULT_DAYS,
         "invite_form_once": secrets.token_urlsafe(16),
+        "watches": [
+            WatchOut.of(w, c.clock.now(), show_root=who.can(Role.EDITOR))
+            for w in c.watches.statuses(who.workspace_id)
+        ],
     }
 
 

@@ -185,17 +185,29 @@ def _check_ids(ids: Sequence[str], field: str) -> bool:
 
 
 def _rowids(
-    conn: sa.Connection, table: sa.Table, workspace_id: str, ids: Sequence[str], *, live: Any
+    conn: sa.Connection,
+    table: sa.Table,
+    workspace_id: str,
+    ids: Sequence[str],
+    *,
+    live: list[Any],
+    via: sa.Table | None = None,
 ) -> dict[Any, str]:
     """The row keys (``rowid`` on SQLite, the id on PostgreSQL) of the workspace's live rows
-    among ``ids``, mapped to their ids."""
+    among ``ids``, mapped to their ids; ``live`` may name ``via``, joined by ``live``.
+
+    The workspace is compared here, not in the statement: given the workspace and a list of
+    ids, SQLite's planner (no statistics) reads every row of the workspace by its workspace
+    index instead of the few by primary key (9 ms instead of 2 for 20 chunks of SciFact)."""
+    workspace_id = require_workspace(table, workspace_id)
     key = fts(f"{table.name}.rowid") if conn.dialect.name == "sqlite" else table.c.id
+    source: Any = table if via is None else table.join(via, sa.and_(*live))
     rows = conn.execute(
-        sa.select(key.label("doc"), table.c.id).where(
-            table.c.id.in_(list(dict.fromkeys(ids))), ws_filter(table, workspace_id), live
-        )
+        sa.select(key.label("doc"), table.c.id, table.c.workspace_id)
+        .select_from(source)
+        .where(table.c.id.in_(list(dict.fromkeys(ids))), *live)
     )
-    return {r.doc: r.id for r in rows}
+    return {r.doc: r.id for r in rows if r.workspace_id == workspace_id}
 
 
 class SqlTextSearchBase:
@@ -248,9 +260,24 @@ class SqlTextSearchBase:
         if not _check_ids(item_ids, "item_ids") or not terms:
             return {}
         with self._db.read() as conn:
-            docs = _rowids(conn, items, workspace_id, item_ids, live=items.c.deleted_at.is_(None))
+            docs = _rowids(conn, items, workspace_id, item_ids, live=[items.c.deleted_at.is_(None)])
             found = self._item_marks(conn, workspace_id, terms, list(docs)) if docs else {}
         return {docs[doc]: words for doc, words in found.items() if words}
+
+    def items_matching(self, workspace_id: str, query: str, item_ids: Sequence[str]) -> set[str]:
+        terms = query_terms(query)
+        if not _check_ids(item_ids, "item_ids") or not terms:
+            return set()
+        with self._db.read() as conn:
+            docs = _rowids(conn, items, workspace_id, item_ids, live=[items.c.deleted_at.is_(None)])
+            found = self._matching(conn, workspace_id, terms, list(docs)) if docs else set()
+        return {docs[doc] for doc in found}
+
+    def _matching(
+        self, conn: sa.Connection, workspace_id: str, terms: list[str], docs: list[Any]
+    ) -> set[Any]:
+        """Which of ``docs`` (the dialect's row keys of live items) the terms match."""
+        raise NotImplementedError
 
     def _items(
         self,
@@ -306,13 +333,13 @@ class SqlTextSearchBase:
         terms = query_terms(query)
         if not _check_ids(chunk_ids, "chunk_ids") or not terms:
             return {}
-        live = sa.exists().where(
+        live = [
             items.c.id == chunks.c.item_id,
             ws_filter(items, workspace_id),
             items.c.deleted_at.is_(None),
-        )
+        ]
         with self._db.read() as conn:
-            docs = _rowids(conn, chunks, workspace_id, chunk_ids, live=live)
+            docs = _rowids(conn, chunks, workspace_id, chunk_ids, live=live, via=items)
             found = self._chunk_marks(conn, workspace_id, terms, list(docs)) if docs else {}
         out: dict[str, TextMarks] = {}
         for doc, (text, marked) in found.items():

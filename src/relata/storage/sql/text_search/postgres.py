@@ -129,6 +129,19 @@ class PostgresTextSearch(SqlTextSearchBase):
             )
         }
 
+    def _matching(
+        self, conn: sa.Connection, workspace_id: str, terms: list[str], docs: list[Any]
+    ) -> set[Any]:
+        return set(
+            conn.execute(
+                sa.select(items.c.id).where(
+                    items.c.id.in_(docs),
+                    ws_filter(items, workspace_id),
+                    fts("items.search_vector").op("@@")(_pg_tsquery(terms)),
+                )
+            ).scalars()
+        )
+
     def _pg_chunks(
         self, workspace_id: str, terms: list[str], where: list[Any], limit: int, marks: bool
     ) -> list[ChunkTextHit]:

@@ -196,6 +196,24 @@ class SqliteTextSearch(SqlTextSearchBase):
         with _indexed():
             return {m.doc: (m.text or "", m.marked or "") for m in conn.execute(statement)}
 
+    def _matching(
+        self, conn: sa.Connection, workspace_id: str, terms: list[str], docs: list[Any]
+    ) -> set[Any]:
+        name = workspace_fts.names(workspace_id).items
+        statement = (
+            sa.select(fts(f"{name}.rowid").label("doc"))
+            .select_from(sa.table(name))
+            .where(fts(name).op("MATCH")(fts5_query(terms)), _in_rowids(f"+{name}.rowid", docs))
+        )
+        with _indexed():
+            return set(conn.execute(statement).scalars())
+
+    def items_matching(self, workspace_id: str, query: str, item_ids: Sequence[str]) -> set[str]:
+        try:
+            return super().items_matching(workspace_id, query, item_ids)
+        except _NoIndex:
+            return set()
+
     def mark_items(
         self, workspace_id: str, query: str, item_ids: Sequence[str]
     ) -> dict[str, tuple[str, ...]]:
