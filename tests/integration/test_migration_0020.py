@@ -1,4 +1,4 @@
-"""Revision 0020 (ADR 50) on a database of revision 0017: each observation takes its entity's
+"""Revision 0020 (ADR 50) on a database of revision 0019: each observation takes its entity's
 type and name as its own evidence, each entity its count of live items; the downgrade drops
 the columns again."""
 
@@ -18,7 +18,7 @@ NOW = "2026-12-06 04:00:00"
 def test_0020_backfills_observed_types_names_and_item_counts(tmp_path: Path) -> None:
     db = Database.from_url(f"sqlite:///{tmp_path / 'm.db'}")
     try:
-        migrate.upgrade(db, "0017")
+        migrate.upgrade(db, "0019")
         with db.write() as conn:
             run = conn.exec_driver_sql
             run(
@@ -55,7 +55,7 @@ def test_0020_backfills_observed_types_names_and_item_counts(tmp_path: Path) -> 
         cfg = migrate._config()
         with db.engine.connect() as conn:
             cfg.attributes["connection"] = conn
-            command.downgrade(cfg, "0017")
+            command.downgrade(cfg, "0019")
             conn.commit()
         columns = {c["name"] for c in sa.inspect(db.engine).get_columns("entity_observations")}
         assert not {"observed_type", "observed_name"} & columns

@@ -12,7 +12,7 @@ stage merges them into the majority type the next time an item naming them is pr
 (``relata reprocess --all`` does it for a whole workspace).
 
 Revision ID: 0020
-Revises: 0017
+Revises: 0019
 Create Date: 2026-12-06 04:00:00
 """
 
@@ -22,7 +22,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0020"
-down_revision = "0017"
+down_revision = "0019"
 branch_labels = None
 depends_on = None
 
