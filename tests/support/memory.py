@@ -786,37 +786,20 @@ class MemoryJobRepository:
             )
 
     def reschedule(
-        self,
-        job_id: str,
-        owner: str,
-        now: datetime,
-        run_after: datetime,
-        error: str,
-        *,
-        defer: bool = False,
+        self, job_id: str, owner: str, now: datetime, run_after: datetime, error: str
     ) -> Job:
         with self._store.lock:
-            job = self._store.back_to_pending(
+            return self._store.back_to_pending(
                 self._store.running(job_id, owner), now, run_after, error
             )
-            if defer and job.status is JobStatus.PENDING and job.attempts > 0:
-                job = self._store.settle(job, attempts=job.attempts - 1)
-            return job
 
-    def has_outstanding(
-        self,
-        workspace_id: str,
-        *,
-        kind: str | None = None,
-        kinds: Sequence[str] | None = None,
-    ) -> bool:
+    def has_outstanding(self, workspace_id: str, *, kind: str | None = None) -> bool:
         require_workspace(workspace_id, "jobs")
         with self._store.lock:
             return any(
                 j.workspace_id == workspace_id
                 and j.status in (JobStatus.PENDING, JobStatus.RUNNING)
                 and (kind is None or j.kind == kind)
-                and (kinds is None or j.kind in kinds)
                 for j in self._store.jobs.values()
             )
 

@@ -999,16 +999,9 @@ class JobRepository(Protocol):
         limit: int = 50,
         offset: int = 0,
     ) -> list[Job]: ...
-    def has_outstanding(
-        self,
-        workspace_id: str,
-        *,
-        kind: str | None = None,
-        kinds: Sequence[str] | None = None,
-    ) -> bool:
-        """Whether a job of the workspace (of ``kind``, or one of ``kinds``) is pending or
-        running, read in one statement: a job completing while enqueuing its successor is
-        never missed."""
+    def has_outstanding(self, workspace_id: str, *, kind: str | None = None) -> bool:
+        """Whether a job of the workspace (of ``kind``) is pending or running, read in one
+        statement: a job completing while enqueuing its successor is never missed."""
         ...
 
     def claim(self, owner: str, now: datetime, lease_until: datetime) -> Job | None:
@@ -1019,17 +1012,9 @@ class JobRepository(Protocol):
     def succeed(self, job_id: str, owner: str, now: datetime) -> Job: ...
     def fail(self, job_id: str, owner: str, now: datetime, error: str) -> Job: ...
     def reschedule(
-        self,
-        job_id: str,
-        owner: str,
-        now: datetime,
-        run_after: datetime,
-        error: str,
-        *,
-        defer: bool = False,
+        self, job_id: str, owner: str, now: datetime, run_after: datetime, error: str
     ) -> Job:
-        """Return a running job to pending (a retry); cancelled if a pending twin exists.
-        ``defer``: the job did not run (it waits for others), so the attempt is not counted."""
+        """Return a running job to pending (a retry); cancelled if a pending twin exists."""
         ...
 
     def release_expired(self, now: datetime, *, limit: int = 100) -> builtins.list[Job]:

@@ -15,7 +15,7 @@ import builtins
 import json
 import re
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -190,18 +190,9 @@ class JobQueue:
             workspace_id, status=status_filter, kind=kind_filter, limit=limit, offset=offset
         )
 
-    def outstanding(
-        self, workspace_id: str, *, kind: str | None = None, kinds: Sequence[str] | None = None
-    ) -> bool:
-        """Whether the workspace has a pending or running job (of ``kind``, or of ``kinds``)."""
-        return self._repo.has_outstanding(workspace_id, kind=kind, kinds=kinds)
-
-    def defer(self, job_id: str, owner: str, reason: str, delay_seconds: float) -> Job:
-        """Put a running job that has not run back to pending for ``delay_seconds``, its
-        attempt not counted (it waits for other jobs)."""
-        now = self._clock.now()
-        run_after = now + timedelta(seconds=max(0.0, delay_seconds))
-        return self._repo.reschedule(job_id, owner, now, run_after, reason, defer=True)
+    def outstanding(self, workspace_id: str, *, kind: str | None = None) -> bool:
+        """Whether the workspace has a pending or running job (of ``kind``)."""
+        return self._repo.has_outstanding(workspace_id, kind=kind)
 
     def parse_kind(self, value: str | None) -> str | None:
         """A kind filter from user input: one of the registered kinds (when known)."""

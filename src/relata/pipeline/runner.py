@@ -49,8 +49,6 @@ from relata.pipeline.stage import (
 log = logging.getLogger("relata.pipeline")
 
 MAX_REPROCESS_BATCH = 1000
-#: Seconds a relationships job waits, at most, for the workspace's items in earlier stages.
-RELATIONSHIPS_WAIT = 600.0
 
 
 def job_kind(stage_kind: str) -> str:
@@ -127,14 +125,8 @@ class Pipeline:
         return "; ".join(Requirement(m).missing_reason for m in missing) or None
 
     def priority(self, kind: str) -> int:
-        """Later stages first, so items under way finish before new ones start; except the
-        relationships stage, which runs after every other queued stage: a pair's features
-        (how rare a shared name or word is, which items are near) are statistics of the
-        workspace, so they are read once the items queued with it have been read, and the
-        scores do not depend on the order items were processed in (ADR 50)."""
+        """Later stages first, so items under way finish before new ones start."""
         kinds = self.kinds
-        if kind == StageKind.RELATIONSHIPS.value:
-            return -1
         return kinds.index(kind) if kind in kinds else 0
 
     def parse_stage(self, value: str | None, *, field: str = "from") -> str | None:
@@ -241,8 +233,6 @@ class Pipeline:
         """The job handler of every stage (see the module docstring)."""
         payload = StagePayload.from_job(ctx.job)
         started = self._clock.now()
-        if self._waits(stage, ctx, started):
-            return
         timers = (time.perf_counter(), time.thread_time())
         try:
             missing = self.missing_reason(stage)
@@ -331,23 +321,6 @@ class Pipeline:
                     "a stage's after-commit step failed",
                     extra={"fields": {"stage": str(stage.kind), "error_type": type(exc).__name__}},
                 )
-
-    def _waits(self, stage: Stage, ctx: JobContext, now: datetime) -> bool:
-        """The relationships stage waits while the workspace has items in earlier stages
-        (``priority``: their statistics are its input), at most ``RELATIONSHIPS_WAIT``
-        seconds after it was queued; the wait costs no attempt. True when it was deferred."""
-        if str(stage.kind) != StageKind.RELATIONSHIPS.value or not ctx.owner:
-            return False
-        if (now - ctx.job.created_at).total_seconds() > RELATIONSHIPS_WAIT:
-            return False
-        earlier = [job_kind(str(s.kind)) for s in self.stages if s.kind != stage.kind]
-        if not self._queue.outstanding(ctx.job.workspace_id or "", kinds=earlier):
-            return False
-        with ctx.settlement.settling():
-            self._queue.defer(
-                ctx.job.id, ctx.owner, "waiting for the workspace's items in earlier stages", 0.2
-            )
-        return True
 
     def _after(self, kind: str) -> list[Stage]:
         stages = self.stages

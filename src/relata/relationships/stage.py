@@ -43,8 +43,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final
 
-import numpy as np
-
 from relata.analysis.service import AnalysisService
 from relata.claims.contradict import agreement
 from relata.claims.stage import draft_of
@@ -125,8 +123,6 @@ MAX_CLAIMS: Final = 500
 #: Nearest-neighbour search: chunk vectors of the item averaged (at most), chunks asked for,
 #: and the items kept from them.
 MAX_OWN_VECTORS: Final = 64
-#: How far below the storage threshold a pair's similarity is still measured both ways.
-SYMMETRY_MARGIN: Final = 0.05
 NEIGHBOUR_CHUNKS: Final = 40
 NEIGHBOURS: Final = 10
 #: Wording: the item's most distinctive words (``lexical_terms``, from the title and this
@@ -188,31 +184,6 @@ def item_vector(vectors: Sequence[Sequence[float]]) -> list[float] | None:
         for i in range(width):
             total[i] += v[i]
     return _unit(total)
-
-
-def _best_cosine(vector: Sequence[float], chunks: Sequence[Sequence[float]]) -> float:
-    """The cosine of ``vector`` with the closest of ``chunks`` (-1 when none is comparable)."""
-    v = np.asarray(vector, dtype=np.float64)
-    m = np.asarray([c for c in chunks if len(c) == len(v)], dtype=np.float64)
-    if m.size == 0:
-        return -1.0
-    norms = np.linalg.norm(m, axis=1) * float(np.linalg.norm(v))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        cos = np.where(norms > 0, (m @ v) / norms, -1.0)
-    return float(cos.max())
-
-
-def symmetric_similarity(
-    own_vector: Sequence[float],
-    own_chunks: Sequence[Sequence[float]],
-    their_chunks: Sequence[Sequence[float]],
-) -> float | None:
-    """The similarity of two items, the same from either side: each item's averaged vector
-    against the other's closest chunk, the larger of the two. None when one has no vector."""
-    their_vector = item_vector(their_chunks)
-    if their_vector is None or not own_chunks:
-        return None
-    return max(_best_cosine(own_vector, their_chunks), _best_cosine(their_vector, own_chunks))
 
 
 def _find(text: str, phrase: str, start: int = 0) -> tuple[int, int] | None:
@@ -400,42 +371,6 @@ class RelationshipStage:
             self._similarities(ws, own_vector, ranked, found)
             for other in ranked:
                 if found[other].similarity is not None:
-                    inputs[other] = features(other, found[other])
-                    scores[other] = score_pair(inputs[other], self._model)
-        if own_vector is not None and self._vectors is not None:
-            # Measured both ways (each item's vector against the other's closest chunk, the
-            # larger), so a pair's similarity is the same whichever of the two is processed
-            # last (ADR 50); bounded to the best candidates by their score.
-            # Only near the storage threshold or above (a pair far below it is not stored
-            # whichever way it is measured), the best MAX_SCORED of them.
-            measured = [
-                k
-                for k, c in found.items()
-                if c.similarity is not None
-                and scores[k].score >= self._model.storage_threshold - SYMMETRY_MARGIN
-            ]
-            both = sorted(measured, key=lambda k: (-scores[k].score, k))[:MAX_SCORED]
-            own_chunks = self._vectors.item_vectors(ws, me, limit=MAX_OWN_VECTORS)
-            for other in both:
-                theirs_chunks = self._vectors.item_vectors(ws, other, limit=MAX_OWN_VECTORS)
-                value = symmetric_similarity(own_vector, own_chunks, theirs_chunks)
-                if value is not None and value != found[other].similarity:
-                    found[other].similarity = value
-                    inputs[other] = features(other, found[other])
-                    scores[other] = score_pair(inputs[other], self._model)
-        if lexical is not None:
-            # The shared words measured from the other side too (its words, its best match),
-            # the larger share kept: the same whichever item is processed last (ADR 50).
-            # Only for the pairs this run stores (its best new ones and those it refreshes),
-            # so the lookups stay bounded.
-            ranked = sorted(
-                (o for o in found if scores[o].storable), key=lambda o: (-scores[o].score, o)
-            )
-            keep = [o for o in ranked[: self._max_new]]
-            keep += [o for o in ranked[self._max_new :] if found[o].existing is not None]
-            for other, share in self._reverse_lexical(ws, me, keep).items():
-                if share > (lexical.get(other) or 0.0):
-                    lexical[other] = share
                     inputs[other] = features(other, found[other])
                     scores[other] = score_pair(inputs[other], self._model)
         cancel.raise_if_cancelled()
@@ -643,16 +578,6 @@ class RelationshipStage:
         )
         best = hits[0].score if hits else 0.0
         return {h.id: min(1.0, h.score / best) if best > 0 else 0.0 for h in hits}
-
-    def _reverse_lexical(self, ws: str, me: str, others: list[str]) -> dict[str, float]:
-        """For each of ``others``: the item's share of the other's best shared-words match,
-        looked up with the other's own words (what the other's run measures)."""
-        out: dict[str, float] = {}
-        for other in self._items.get_many(ws, others, with_text=True):
-            shares = self._gather_lexical(ws, other, other.text or "")
-            if shares is not None and me in shares:
-                out[other.id] = shares[me]
-        return out
 
     def _gather_neighbours(
         self, ws: str, me: str, found: dict[str, _Candidate]

@@ -15,7 +15,7 @@ twin that was enqueued meanwhile; the twin will do the same work, so the older j
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -225,21 +225,13 @@ class SqlJobRepository:
             ).all()
         return [job_from_row(r) for r in rows]
 
-    def has_outstanding(
-        self,
-        workspace_id: str,
-        *,
-        kind: str | None = None,
-        kinds: Sequence[str] | None = None,
-    ) -> bool:
+    def has_outstanding(self, workspace_id: str, *, kind: str | None = None) -> bool:
         q = sa.select(jobs.c.id).where(
             ws_filter(jobs, workspace_id),
             jobs.c.status.in_([JobStatus.PENDING.value, JobStatus.RUNNING.value]),
         )
         if kind is not None:
             q = q.where(jobs.c.kind == kind)
-        if kinds is not None:
-            q = q.where(jobs.c.kind.in_(list(kinds)))
         with self._db.read() as conn:
             return conn.execute(q.limit(1)).first() is not None
 
@@ -292,14 +284,7 @@ class SqlJobRepository:
             return self._one(conn, job_id)
 
     def reschedule(
-        self,
-        job_id: str,
-        owner: str,
-        now: datetime,
-        run_after: datetime,
-        error: str,
-        *,
-        defer: bool = False,
+        self, job_id: str, owner: str, now: datetime, run_after: datetime, error: str
     ) -> Job:
         def attempt(conn: Connection) -> Job:
             row = conn.execute(
@@ -312,12 +297,6 @@ class SqlJobRepository:
             if row is None:
                 raise LeaseLost("the job's lease is no longer held by this worker")
             self._back_to_pending(conn, row, now, run_after, error)
-            if defer:
-                conn.execute(
-                    jobs.update()
-                    .where(jobs.c.id == job_id, jobs.c.attempts > 0)
-                    .values(attempts=jobs.c.attempts - 1)
-                )
             return self._one(conn, job_id)
 
         return self._retrying_index_race(attempt)
