@@ -102,9 +102,12 @@ def _entities(args: argparse.Namespace) -> int:
     if not found:
         print("no entities" + (f" matching {args.query!r}" if args.query else ""))
         return 0
-    rows = [("ID", "TYPE", "SEEN", "NAME")]
-    rows += [(e.id, e.entity_type.value, str(e.observation_count), e.name) for e in found]
-    widths = [max(len(r[n]) for r in rows) for n in range(3)]
+    rows = [("ID", "TYPE", "SEEN", "ITEMS", "NAME")]
+    rows += [
+        (e.id, e.entity_type.value, str(e.observation_count), str(e.item_count), e.name)
+        for e in found
+    ]
+    widths = [max(len(r[n]) for r in rows) for n in range(4)]
     for r in rows:
         print("  ".join(v.ljust(w) for v, w in zip(r, widths, strict=False)) + "  " + r[-1])
     return 0
@@ -128,11 +131,16 @@ def _entity(args: argparse.Namespace) -> int:
         return 0
     e = detail.entity
     print(f"{e.name}  ({e.entity_type.value})  id={e.id}")
+    if len(detail.type_votes) > 1:
+        votes = ", ".join(f"{t} {n}" for t, n in detail.type_votes)
+        print(f"type by its mentions' evidence: {votes} (the majority decides)")
     if not detail.observations:
         print("no sources: every item that named it is gone (kept for a person's decision)")
     else:
-        n = len(detail.observations)
-        print(f"\nnamed {n} {'time' if n == 1 else 'times'}:")
+        n, k = e.observation_count, e.item_count
+        print(
+            f"\nnamed {n} {'time' if n == 1 else 'times'} in {k} {'item' if k == 1 else 'items'}:"
+        )
     for o in detail.observations:
         ob = o.observation
         title = o.item_title or "(item gone)"

@@ -256,6 +256,8 @@ class Entity:
     last_seen_at: datetime | None = None
     #: When a person last acted on it (an alias decision): kept even with no source left.
     decided_at: datetime | None = None
+    #: How many live items name it.
+    item_count: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,6 +276,10 @@ class EntityObservation:
     extractor_version: str
     created_at: datetime
     agreed: bool = False
+    #: The type and name this mention's own evidence gave (the entity's are decided from
+    #: all of its mentions); None on rows written before they were kept.
+    observed_type: EntityType | None = None
+    observed_name: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

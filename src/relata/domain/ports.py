@@ -505,6 +505,7 @@ class EntityRepository(Protocol):
     def co_mentioned(
         self, workspace_id: str, entity_id: str, *, limit: int = 20
     ) -> builtins.list[tuple[Entity, int]]: ...
+    def type_votes(self, workspace_id: str, entity_id: str) -> builtins.list[tuple[str, int]]: ...
     def items_naming(
         self,
         workspace_id: str,

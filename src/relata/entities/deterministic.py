@@ -36,8 +36,9 @@ from relata.entities.mentions import (
 )
 from relata.entities.normalise import clean_name, normalise_name
 from relata.entities.rules import Passage, Span, clean
+from relata.entities.units import is_unit
 
-RULES_VERSION: Final = "3"
+RULES_VERSION: Final = "4"
 EXTRACTOR_VERSION: Final = f"rules-{RULES_VERSION}+{spacy_ner.library_versions()}"
 MAX_CHUNKS: Final = 10_000
 
@@ -123,7 +124,9 @@ def _chunk_spans(
         _add(spans, s)
     for s in candidates.terms(p):
         _add(spans, s)
-    return _merge_adjacent(p, spans), definitions
+    # A unit, a currency or a measurement abbreviation is never a name (entities.units).
+    merged = [s for s in _merge_adjacent(p, spans) if not is_unit(p.text, s.start, s.end)]
+    return merged, definitions
 
 
 class DeterministicExtractor:

@@ -10,6 +10,7 @@ reprocessing. Names are searched by their normalised form, so "Dr. Ines Vaughan'
 from __future__ import annotations
 
 import builtins
+import dataclasses
 from dataclasses import dataclass
 
 from relata.domain.errors import ValidationError
@@ -53,6 +54,9 @@ class EntityDetail:
     observations: list[Observed]
     aliases: list[AliasView]
     co_mentioned: list[tuple[Entity, int]]
+    #: How many mentions gave each type, most first: the entity's type was decided by them
+    #: (ADR 50); any others are the alternatives a person may review.
+    type_votes: list[tuple[str, int]] = dataclasses.field(default_factory=list)
 
 
 def _page(limit: int, offset: int) -> None:
@@ -103,6 +107,7 @@ class EntityService:
                 workspace_id, self._entities.aliases(workspace_id, entity_id=entity_id)
             ),
             co_mentioned=self._entities.co_mentioned(workspace_id, entity_id),
+            type_votes=self._entities.type_votes(workspace_id, entity_id),
         )
 
     def mentions_in(self, workspace_id: str, item_id: str) -> builtins.list[EntityObservation]:

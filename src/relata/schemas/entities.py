@@ -18,6 +18,7 @@ class EntityOut(BaseModel):
     type: EntityType
     normalised_key: str = Field(description="with the type, the entity's identity")
     observation_count: int = Field(description="0: a person decided on it; no source left")
+    item_count: int = Field(default=0, description="how many items name it")
     created_at: datetime
     last_seen_at: datetime | None
     decided_at: datetime | None
@@ -67,7 +68,16 @@ class CoMentionOut(BaseModel):
     shared_items: int
 
 
+class TypeVoteOut(BaseModel):
+    type: EntityType
+    mentions: int
+
+
 class EntityDetailOut(EntityOut):
+    type_votes: list[TypeVoteOut] = Field(
+        description="how many mentions gave each type, most first: the entity's type is the "
+        "majority; any other is an alternative reading to review"
+    )
     observations: list[ObservationOut]
     aliases: list[AliasOut]
     co_mentioned: list[CoMentionOut]
@@ -92,6 +102,7 @@ def entity_out(e: Entity) -> EntityOut:
         type=e.entity_type,
         normalised_key=e.normalised_key,
         observation_count=e.observation_count,
+        item_count=e.item_count,
         created_at=e.created_at,
         last_seen_at=e.last_seen_at,
         decided_at=e.decided_at,
@@ -132,6 +143,7 @@ def alias_out(v: AliasView) -> AliasOut:
 def entity_detail_out(d: EntityDetail) -> EntityDetailOut:
     return EntityDetailOut(
         **entity_out(d.entity).model_dump(),
+        type_votes=[TypeVoteOut(type=EntityType(t), mentions=n) for t, n in d.type_votes],
         observations=[observation_out(o) for o in d.observations],
         aliases=[alias_out(a) for a in d.aliases],
         co_mentioned=[

@@ -22,6 +22,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from relata.domain.clock import SystemClock
+from relata.domain.entity_evidence import decide_type, display_name
 from relata.domain.errors import NotFound, ValidationError
 from relata.domain.models import (
     AliasStatus,
@@ -66,6 +67,7 @@ def _entity(row: Any) -> Entity:
         observation_count=row.observation_count,
         last_seen_at=row.last_seen_at,
         decided_at=row.decided_at,
+        item_count=row.item_count,
     )
 
 
@@ -83,6 +85,8 @@ def _observation(row: Any) -> EntityObservation:
         extractor_version=row.extractor_version,
         created_at=row.created_at,
         agreed=bool(row.agreed),
+        observed_type=EntityType(row.observed_type) if row.observed_type else None,
+        observed_name=row.observed_name,
     )
 
 
@@ -140,6 +144,11 @@ def upsert_entity(
     return entity_id
 
 
+# Every type, so a lookup by name alone uses the unique index (workspace, type, key).
+_ALL_TYPES = [t.value for t in EntityType]
+_LIVE_ITEM = sa.and_(items.c.id == entity_observations.c.item_id, items.c.deleted_at.is_(None))
+
+
 def _recount(conn: Connection, workspace_id: str, entity_ids: Iterable[str]) -> None:
     """Counts follow the observations; an entity with none left goes, unless decided."""
     ids = sorted(set(entity_ids))
@@ -149,12 +158,18 @@ def _recount(conn: Connection, workspace_id: str, entity_ids: Iterable[str]) -> 
         .where(entity_observations.c.entity_id == entities.c.id)
         .scalar_subquery()
     )
+    in_items = (
+        sa.select(sa.func.count(sa.distinct(entity_observations.c.item_id)))
+        .select_from(entity_observations.join(items, _LIVE_ITEM))
+        .where(entity_observations.c.entity_id == entities.c.id)
+        .scalar_subquery()
+    )
     for i in range(0, len(ids), _ID_BATCH):
         part = ids[i : i + _ID_BATCH]
         conn.execute(
             entities.update()
             .where(ws_filter(entities, workspace_id), entities.c.id.in_(part))
-            .values(observation_count=count)
+            .values(observation_count=count, item_count=in_items)
         )
         conn.execute(
             entities.delete().where(
@@ -166,8 +181,9 @@ def _recount(conn: Connection, workspace_id: str, entity_ids: Iterable[str]) -> 
         )
 
 
-def forget_item(conn: Connection, workspace_id: str, item_id: str) -> None:
-    """Remove the item's observations; recount (and prune) the entities it named."""
+def forget_item(conn: Connection, dialect: str, workspace_id: str, item_id: str) -> None:
+    """Remove the item's observations; recount (and prune) the entities it named, and
+    decide their type and name again from the mentions left."""
     before = [
         r.entity_id
         for r in conn.execute(
@@ -185,7 +201,9 @@ def forget_item(conn: Connection, workspace_id: str, item_id: str) -> None:
             entity_observations.c.item_id == item_id,
         )
     )
+    keys = _keys_of(conn, workspace_id, before)
     _recount(conn, workspace_id, before)
+    settle(conn, dialect, workspace_id, keys)
 
 
 def replace_item_entities(
@@ -215,6 +233,7 @@ def replace_item_entities(
             )
         )
     }
+    before_keys = _keys_of(conn, workspace_id, before)
     conn.execute(
         entity_observations.delete().where(
             ws_filter(entity_observations, workspace_id),
@@ -251,13 +270,126 @@ def replace_item_entities(
                     "extractor": m.extractor,
                     "extractor_version": m.extractor_version,
                     "agreed": m.agreed,
+                    "observed_type": str(m.entity_type),
+                    "observed_name": m.name[:300],
                     "created_at": now,
                 }
                 for m in mentions
             ],
         )
     _recount(conn, workspace_id, before | set(ids.values()))
+    settle(conn, dialect, workspace_id, before_keys | {key for _, key in first}, now)
     return sum(_propose(conn, dialect, workspace_id, a, now) for a in aliases)
+
+
+def _keys_of(conn: Connection, workspace_id: str, entity_ids: Iterable[str]) -> set[str]:
+    ids = sorted(set(entity_ids))
+    out: set[str] = set()
+    for i in range(0, len(ids), _ID_BATCH):
+        out.update(
+            r.normalised_key
+            for r in conn.execute(
+                sa.select(entities.c.normalised_key).where(
+                    ws_filter(entities, workspace_id), entities.c.id.in_(ids[i : i + _ID_BATCH])
+                )
+            )
+        )
+    return out
+
+
+def settle(
+    conn: Connection,
+    dialect: str,
+    workspace_id: str,
+    keys: Iterable[str],
+    now: datetime | None = None,
+) -> None:
+    """One entity per normalised name, of the type most of its mentions give, named in the
+    form they use most (``domain.entity_evidence``; ADR 50).
+
+    For each key: the mentions in live items under every type are counted; the entity of the
+    winning type gets them all (and the others' name tokens), the others are recounted and go
+    unless a person decided on them; the winner's name is the mentions' most used form. A pure
+    function of the mentions, so the result does not depend on the order items came in."""
+    for key in sorted(set(keys)):
+        # The key's entities by the unique index, then their observations by theirs.
+        named = {
+            r.id: r
+            for r in conn.execute(
+                sa.select(entities.c.id, entities.c.entity_type, entities.c.name).where(
+                    ws_filter(entities, workspace_id),
+                    entities.c.entity_type.in_(_ALL_TYPES),
+                    entities.c.normalised_key == key,
+                )
+            )
+        }
+        if not named:
+            continue
+        rows = conn.execute(
+            sa.select(
+                entity_observations.c.entity_id,
+                entity_observations.c.item_id,
+                entity_observations.c.observed_type,
+                entity_observations.c.observed_name,
+            )
+            .select_from(entity_observations.join(items, _LIVE_ITEM))
+            .where(
+                ws_filter(entity_observations, workspace_id),
+                entity_observations.c.entity_id.in_(sorted(named)),
+            )
+        ).all()
+        if not rows:
+            continue
+        evidence = [
+            (EntityType(r.observed_type or named[r.entity_id].entity_type), r.item_id) for r in rows
+        ]
+        winner = decide_type(evidence)
+        if winner is None:
+            continue
+        fallback = named[rows[0].entity_id].name
+        name = display_name(r.observed_name or named[r.entity_id].name for r in rows) or fallback
+        when = now or SystemClock().now()
+        target = upsert_entity(conn, dialect, workspace_id, winner.value, key, name, when)
+        moved = sorted(set(named) - {target})
+        if moved:
+            conn.execute(
+                entity_observations.update()
+                .where(
+                    ws_filter(entity_observations, workspace_id),
+                    entity_observations.c.entity_id.in_(moved),
+                )
+                .values(entity_id=target)
+            )
+            tokens = sa.select(
+                sa.literal(target), entity_tokens.c.token, entity_tokens.c.workspace_id
+            ).where(ws_filter(entity_tokens, workspace_id), entity_tokens.c.entity_id.in_(moved))
+            conn.execute(
+                insert_for(dialect, entity_tokens)
+                .from_select(["entity_id", "token", "workspace_id"], tokens)
+                .on_conflict_do_nothing()
+            )
+        conn.execute(
+            entities.update()
+            .where(ws_filter(entities, workspace_id), entities.c.id == target)
+            .values(name=name[:300])
+        )
+        _recount(conn, workspace_id, [target, *moved])
+
+
+def _settled_type(conn: Connection, workspace_id: str, key: str) -> str | None:
+    """The type of the entity holding this name's mentions, if any."""
+    row = conn.execute(
+        sa.select(entities.c.entity_type)
+        .where(
+            ws_filter(entities, workspace_id),
+            entities.c.entity_type.in_(_ALL_TYPES),
+            entities.c.normalised_key == key,
+            entities.c.observation_count > 0,
+        )
+        .order_by(entities.c.observation_count.desc(), entities.c.entity_type)
+        .limit(1)
+    ).first()
+    return None if row is None else str(row.entity_type)
 
 
 def _propose(
@@ -265,9 +397,16 @@ def _propose(
 ) -> int:
     """Add a candidate alias, or refresh an undecided one whose score is no higher; a decided
     pair is left alone."""
-    first = (str(alias.first[0]), alias.first[1])
-    second = (str(alias.second[0]), alias.second[1])
-    if first == second:
+    # A name is one entity of its settled type (``settle``): the candidate joins those.
+    first = (
+        _settled_type(conn, workspace_id, alias.first[1]) or str(alias.first[0]),
+        alias.first[1],
+    )
+    second = (
+        _settled_type(conn, workspace_id, alias.second[1]) or str(alias.second[0]),
+        alias.second[1],
+    )
+    if first == second or first[1] == second[1]:
         return 0
     a = upsert_entity(conn, dialect, workspace_id, *first, alias.first[2], now)
     b = upsert_entity(conn, dialect, workspace_id, *second, alias.second[2], now)
@@ -548,6 +687,26 @@ class SqlEntityRepository:
                 out.setdefault((o.entity_id, o.item_id), o)
         return out
 
+    def type_votes(self, workspace_id: str, entity_id: str) -> builtins.list[tuple[str, int]]:
+        """How many of the entity's mentions gave each type, most first (its type is the
+        first; the others are the alternatives a person reviews)."""
+        n = sa.func.count().label("n")
+        typed = sa.func.coalesce(entity_observations.c.observed_type, entities.c.entity_type)
+        q = (
+            sa.select(typed.label("kind"), n)
+            .select_from(
+                entity_observations.join(entities, entities.c.id == entity_observations.c.entity_id)
+            )
+            .where(
+                ws_filter(entity_observations, workspace_id),
+                entity_observations.c.entity_id == entity_id,
+            )
+            .group_by(typed)
+            .order_by(n.desc(), typed)
+        )
+        with self._db.read() as conn:
+            return [(str(r.kind), int(r.n)) for r in conn.execute(q)]
+
     def co_mentioned(
         self, workspace_id: str, entity_id: str, *, limit: int = 20
     ) -> builtins.list[tuple[Entity, int]]:
@@ -662,4 +821,4 @@ class SqlEntityRepository:
     def forget_item(self, workspace_id: str, item_id: str) -> None:
         """Before an item's row goes: its observations, and entities left with none."""
         with self._db.write() as conn:
-            forget_item(conn, workspace_id, item_id)
+            forget_item(conn, self._db.dialect, workspace_id, item_id)

@@ -330,6 +330,8 @@ entities = sa.Table(
     sa.Column("normalised_key", sa.String(400), nullable=False),
     # How many observations the entity has (kept by the entity stage's transaction).
     sa.Column("observation_count", sa.Integer, nullable=False, server_default="1"),
+    # How many live items name it (kept with ``observation_count``).
+    sa.Column("item_count", sa.Integer, nullable=False, server_default="0"),
     _ts("created_at"),
     _ts("last_seen_at", nullable=True),
     # When a person last acted on the entity (an alias decision): it is then kept even with
@@ -360,6 +362,10 @@ entity_observations = sa.Table(
     sa.Column("extractor_version", sa.String(64), nullable=False),
     # Both extractors (deterministic and model) found this mention.
     sa.Column("agreed", sa.Boolean, nullable=False, server_default=sa.false()),
+    # The type and display name this mention's own evidence gave (the entity's type and name
+    # are decided from all of its mentions: docs/decisions/0050-entity-types-and-names.md).
+    sa.Column("observed_type", sa.String(32)),
+    sa.Column("observed_name", sa.String(300)),
     _ts("created_at"),
     sa.Index(None, "workspace_id", "item_id"),
     sa.Index(None, "workspace_id", "entity_id", "item_id"),
