@@ -70,8 +70,8 @@ def test_the_queue_shows_relationships_best_first_with_their_evidence(demo: Cont
     assert "began_operating: 2021-06 vs 2019-03-14" in card
     assert "first connected to the grid in June 2021" in card
     assert "14 March 2019" in card
-    assert "Both name “Sabrewing Array”" in card
-    assert '<mark class="entity">Sabrewing Array</mark>' in card
+    assert "Both name “Kestrel Marine Systems”" in card
+    assert '<mark class="entity">Kestrel Marine Systems</mark>' in card
     assert re.search(r"characters \d+–\d+", card)
     # A viewer reads it all but gets no form; the legend shows only moving.
     assert 'name="decision"' not in r.text
@@ -97,7 +97,7 @@ def test_the_queue_pages(demo: Container, monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setattr(review_page, "PAGE_SIZE", 4)
     client = web_client(demo)
     ids = [r.id for r in _queue(demo)]
-    assert len(ids) == 9
+    assert len(ids) == 10
     first = client.get(QUEUE)
     assert _shown(first.text) == ids[:4] and 'href="?offset=4" rel="next"' in first.text
     last = client.get(f"{QUEUE}?offset=8")
