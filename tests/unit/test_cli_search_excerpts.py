@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from relata.cli.common import clip_words
 from relata.domain.models import Chunk
-from relata.search.service import EXCERPT_CHARS, _excerpt, excerpt_window
+from relata.search.excerpts import EXCERPT_CHARS, _excerpt, excerpt_window
 
 WORDS = st.sampled_from(["seal", "tidal", "a", "Halloran", "turbine-lanes", "x", "grey", "of"])
 

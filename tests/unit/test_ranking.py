@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from relata.config.settings import Settings
-from relata.ranking import LEGS, FusionConfig, LegHit, fuse
+from relata.ranking import LEGS, FusionConfig, LegHit, RankFusion, fuse
 from relata.ranking.fusion import (
     NOTE_ONLY_ENTITY,
     NOTE_ONLY_MEANING,
@@ -189,6 +189,39 @@ def test_contributions_sum_to_the_fused_score_and_ranks_are_ordered(
             voted = c.weight / (k + c.rank)
             assert c.contribution == (0.0 if direct and c.leg in SECONDARY else voted)
     assert set(result.absent_legs) == {leg for leg in LEGS if legs.get(leg) is None}
+
+
+@given(
+    st.fixed_dictionaries({}, optional={leg: st.one_of(st.none(), leg_lists) for leg in LEGS}),
+    st.dictionaries(st.sampled_from(LEGS), st.floats(0, 5)),
+    st.integers(0, LEGS.index("relationship")),
+)
+def test_fusing_leg_by_leg_gives_what_fusing_at_once_gives(
+    raw: dict[str, list[str] | None], weights: dict[str, float], first_step: int
+) -> None:
+    """Search fuses the legs before the relationship leg, reads that result, then adds the
+    relationship leg: every intermediate result is that of the legs so far fused at once, and
+    the last is the whole fusion, whatever was explained again in between."""
+    config = FusionConfig(k=60, weights=weights)
+    legs = {leg: None if ids is None else hits(*ids) for leg, ids in raw.items()}
+    fusion = RankFusion(config)
+    for n, leg in enumerate(LEGS):
+        fusion.add(leg, legs.get(leg))
+        if n == first_step:
+            so_far = {k: v for k, v in legs.items() if LEGS.index(k) <= n}  # type: ignore[arg-type]
+            assert fusion.result() == fuse(so_far, config)
+    assert fusion.result() == fuse(legs, config)
+
+
+def test_legs_are_added_in_canonical_order_once() -> None:
+    fusion = RankFusion(EQUAL)
+    fusion.add("vector", hits("a"))
+    with pytest.raises(ValueError, match="after a leg that follows it, or twice"):
+        fusion.add("text", hits("b"))
+    with pytest.raises(ValueError, match="twice"):
+        fusion.add("vector", hits("c"))
+    with pytest.raises(ValueError, match="unknown legs"):
+        fusion.add("bogus", hits("d"))
 
 
 def test_bad_configuration_and_unknown_legs_are_refused() -> None:

@@ -3,7 +3,7 @@ words as the sentence writes them (they would match acronyms found in other docu
 
 from __future__ import annotations
 
-from relata.search.service import query_keys
+from relata.search.legs import query_keys
 
 
 def test_function_words_in_lower_case_are_not_looked_up() -> None:

@@ -15,6 +15,7 @@ from relata.ranking.fusion import (
     FusionResult,
     LegContribution,
     LegHit,
+    RankFusion,
     fuse,
 )
 
@@ -29,6 +30,7 @@ __all__ = [
     "FusionResult",
     "LegContribution",
     "LegHit",
+    "RankFusion",
     "best_chunk_per_item",
     "fuse",
 ]

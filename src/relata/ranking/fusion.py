@@ -23,7 +23,6 @@ candidate found only by zero-weight legs has no evidence and is dropped.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -174,12 +173,137 @@ def _without_reordering(
 ) -> list[LegContribution]:
     """``contributions``, with every secondary leg's at 0 when a direct leg voted for the
     item (it stays, rank and reasons, as an explanation)."""
-    direct = any(c.contribution > 0 for c in contributions if c.leg not in secondary)
-    if not direct:
+    if not any(c.contribution > 0 for c in contributions if c.leg not in secondary):
         return contributions
     return [
-        dataclasses.replace(c, contribution=0.0) if c.leg in secondary else c for c in contributions
+        LegContribution(
+            c.leg,
+            c.rank,
+            c.weight,
+            0.0,
+            c.score,
+            c.similarity,
+            c.matched_terms,
+            c.chunk_ids,
+            c.reasons,
+        )
+        if c.leg in secondary
+        else c
+        for c in contributions
     ]
+
+
+_Entry = tuple[tuple[float, float, int, str], float, Explanation]
+
+
+class RankFusion:
+    """Legs fused one at a time: after any number of ``add`` calls (in canonical leg order),
+    ``result()`` is exactly what ``fuse`` gives for the legs added so far, with the legs not
+    yet added absent.
+
+    Search fuses twice: the direct and entity legs, to choose the relationship leg's seeds,
+    then everything once the relationship leg has run. ``result()`` remembers each item's
+    explanation and ordering key, so the second call builds them again only for the items
+    the legs added since found (adding the vector leg changes every item's notes, so that
+    one rebuilds all), and sorts."""
+
+    def __init__(self, config: FusionConfig | None = None) -> None:
+        self._config = config or FusionConfig()
+        self._found: dict[str, list[LegContribution]] = {}
+        self._present: set[str] = set()
+        self._next = 0  # index in LEGS of the first leg that may still be added
+        self._entries: dict[str, _Entry | None] = {}
+        self._dirty: set[str] = set()
+
+    def add(self, leg: str, hits: Sequence[LegHit] | None) -> None:
+        """Fuse in one leg's ranked candidates (``None``: the leg did not run).
+
+        Within the leg an id listed twice keeps its first (best) position; ranks are
+        positions after that de-duplication."""
+        if leg not in LEGS:
+            raise ValueError(f"unknown legs: {[leg]}")
+        position = LEGS.index(leg)  # type: ignore[arg-type]
+        if position < self._next:
+            raise ValueError(f"leg {leg!r} is added after a leg that follows it, or twice")
+        self._next = position + 1
+        if hits is None:
+            return
+        self._present.add(leg)
+        if leg == SearchLeg.VECTOR:  # "found only by exact terms" may now apply to anyone
+            self._dirty.update(self._found)
+        weight = self._config.weight(leg)
+        k = self._config.k
+        found = self._found
+        dirty = self._dirty
+        rank = 0
+        for hit in hits:
+            item_id = hit.id
+            contributions = found.get(item_id)
+            if contributions is None:
+                contributions = found[item_id] = []
+            elif contributions[-1].leg == leg:
+                continue  # listed again in this leg: keeps its first position
+            rank += 1
+            contributions.append(
+                LegContribution(
+                    leg,
+                    rank,
+                    weight,
+                    weight / (k + rank),
+                    hit.score,
+                    hit.similarity,
+                    hit.matched_terms,
+                    hit.chunk_ids,
+                    hit.reasons,
+                )
+            )
+            dirty.add(item_id)
+
+    def result(self) -> FusionResult:
+        """The legs added so far, fused, ranked and explained."""
+        config = self._config
+        entries = self._entries
+        for item_id in self._dirty:
+            entries[item_id] = self._entry(item_id, self._found[item_id])
+        self._dirty = set()
+        ranked = sorted(
+            ((entry, item_id) for item_id, entry in entries.items() if entry is not None),
+            key=lambda pair: pair[0][0],
+        )
+        return FusionResult(
+            results=tuple(
+                FusedResult(id=item_id, score=score, rank=n, explanation=explanation)
+                for n, ((_, score, explanation), item_id) in enumerate(ranked, start=1)
+            ),
+            absent_legs=tuple(leg for leg in LEGS if leg not in self._present),
+            k=config.k,
+            weights=MappingProxyType({leg: config.weight(leg) for leg in LEGS}),
+        )
+
+    def _entry(self, item_id: str, found_by: list[LegContribution]) -> _Entry | None:
+        contributions = _without_reordering(found_by, self._config.secondary)
+        score = sum(c.contribution for c in contributions)
+        if score <= 0:
+            return None  # found only by zero-weight legs: no evidence
+        terms: dict[str, None] = {}
+        for c in contributions:
+            for t in c.matched_terms:
+                terms.setdefault(t, None)
+        similarities = [c.similarity for c in contributions if c.similarity is not None]
+        explanation = Explanation(
+            legs=tuple(contributions),
+            matched_terms=tuple(terms),
+            similarity=max(similarities) if similarities else None,
+            notes=_notes({c.leg for c in contributions if c.contribution > 0}, self._present)
+            + tuple(dict.fromkeys(r for c in contributions for r in c.reasons)),
+        )
+        key = (
+            -_tie_level(score),
+            -max(c.contribution for c in contributions),
+            min(c.rank for c in contributions),
+            item_id,
+        )
+        return key, score, explanation
 
 
 def fuse(
@@ -190,69 +314,10 @@ def fuse(
     Within one leg an id listed twice keeps its first (best) position; ranks are positions
     after that de-duplication.
     """
-    config = config or FusionConfig()
     unknown = set(legs) - set(LEGS)
     if unknown:
         raise ValueError(f"unknown legs: {sorted(unknown)}")
-    present: set[str] = {leg for leg in LEGS if legs.get(leg) is not None}
-    found: dict[str, list[LegContribution]] = {}
+    fusion = RankFusion(config)
     for leg in LEGS:  # canonical order: explanations and sums are built in this order
-        hits = legs.get(leg)
-        if hits is None:
-            continue
-        weight = config.weight(leg)
-        seen: set[str] = set()
-        for hit in hits:
-            if hit.id in seen:
-                continue
-            seen.add(hit.id)
-            rank = len(seen)
-            found.setdefault(hit.id, []).append(
-                LegContribution(
-                    leg=leg,
-                    rank=rank,
-                    weight=weight,
-                    contribution=weight / (config.k + rank),
-                    score=hit.score,
-                    similarity=hit.similarity,
-                    matched_terms=hit.matched_terms,
-                    chunk_ids=hit.chunk_ids,
-                    reasons=hit.reasons,
-                )
-            )
-
-    scored: list[tuple[tuple[float, float, int, str], str, float, Explanation]] = []
-    for item_id, found_by in found.items():
-        contributions = _without_reordering(found_by, config.secondary)
-        score = sum(c.contribution for c in contributions)
-        if score <= 0:
-            continue
-        terms: dict[str, None] = {}
-        for c in contributions:
-            for t in c.matched_terms:
-                terms.setdefault(t, None)
-        similarities = [c.similarity for c in contributions if c.similarity is not None]
-        explanation = Explanation(
-            legs=tuple(contributions),
-            matched_terms=tuple(terms),
-            similarity=max(similarities) if similarities else None,
-            notes=_notes({c.leg for c in contributions if c.contribution > 0}, present)
-            + tuple(dict.fromkeys(r for c in contributions for r in c.reasons)),
-        )
-        key = (
-            -_tie_level(score),
-            -max(c.contribution for c in contributions),
-            min(c.rank for c in contributions),
-            item_id,
-        )
-        scored.append((key, item_id, score, explanation))
-    scored.sort(key=lambda entry: entry[0])
-    return FusionResult(
-        results=tuple(
-            FusedResult(id=item_id, score=score, rank=n, explanation=explanation)
-            for n, (_, item_id, score, explanation) in enumerate(scored, start=1)
-        ),
-        absent_legs=tuple(leg for leg in LEGS if leg not in present),
-        k=config.k,
-        weights=MappingProxyType({leg: config.weight(leg) for leg in LEGS}),
-    )
+        fusion.add(leg, legs.get(leg))
+    return fusion.result()
