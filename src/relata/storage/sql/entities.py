@@ -489,6 +489,31 @@ _CONFIRMED_ALIASES = sa.select(entity_aliases.c.entity_id, entity_aliases.c.othe
 )
 
 
+#: ``find_by_keys`` names every type (``_ALL_TYPES``) so that SQLite probes the unique
+#: ``(workspace, type, key)`` index for each type and key. Given the workspace and the keys
+#: alone it walked the workspace's entities (the index's first column), a cost that grew with
+#: the workspace on every search (issue 30).
+_BY_KEYS = sa.select(entities).where(
+    entities.c.workspace_id == sa.bindparam("ws"),
+    entities.c.entity_type.in_(sa.bindparam("types", expanding=True)),
+    entities.c.normalised_key.in_(sa.bindparam("keys", expanding=True)),
+)
+_MENTION_COUNT = sa.func.count().label("n")
+#: ``mentions_by_item``'s statement, built once (building it cost about as much as running it).
+_MENTIONS = (
+    sa.select(entity_observations.c.item_id, entity_observations.c.entity_id, _MENTION_COUNT)
+    .join(items, items.c.id == entity_observations.c.item_id)
+    .where(
+        entity_observations.c.workspace_id == sa.bindparam("ws"),
+        entity_observations.c.entity_id.in_(sa.bindparam("ids", expanding=True)),
+        items.c.deleted_at.is_(None),
+    )
+    .group_by(entity_observations.c.item_id, entity_observations.c.entity_id)
+    .order_by(_MENTION_COUNT.desc(), entity_observations.c.item_id)
+    .limit(sa.bindparam("limit"))
+)
+
+
 class SqlEntityRepository:
     def __init__(self, db: Database, clock: Clock | None = None) -> None:
         self._db = db
@@ -545,21 +570,15 @@ class SqlEntityRepository:
             return [_entity(r) for r in conn.execute(q)]
 
     def find_by_keys(self, workspace_id: str, keys: Sequence[str]) -> builtins.list[Entity]:
-        """Entities of any type whose normalised key is one of ``keys``."""
+        """Entities of any type whose normalised key is one of ``keys``: one probe of the
+        ``(workspace, type, key)`` index per type and key (``_BY_KEYS``)."""
         wanted = sorted(set(keys))
-        ws_filter(entities, workspace_id)
+        ws = require_workspace(entities, workspace_id)
         out: builtins.list[Entity] = []
         with self._db.read() as conn:
             for i in range(0, len(wanted), _ID_BATCH):
-                out += [
-                    _entity(r)
-                    for r in conn.execute(
-                        sa.select(entities).where(
-                            ws_filter(entities, workspace_id),
-                            entities.c.normalised_key.in_(wanted[i : i + _ID_BATCH]),
-                        )
-                    )
-                ]
+                params = {"ws": ws, "types": _ALL_TYPES, "keys": wanted[i : i + _ID_BATCH]}
+                out += [_entity(r) for r in conn.execute(_BY_KEYS, params)]
         return out
 
     def similar(
@@ -620,24 +639,12 @@ class SqlEntityRepository:
         """``(item_id, entity_id, mentions)`` of live items naming the entities, most mentions
         first (the entity search leg)."""
         ids = sorted(set(entity_ids))
+        ws = require_workspace(entity_observations, workspace_id)
         if not ids:
-            ws_filter(entity_observations, workspace_id)
             return []
-        n = sa.func.count().label("n")
-        q = (
-            sa.select(entity_observations.c.item_id, entity_observations.c.entity_id, n)
-            .join(items, items.c.id == entity_observations.c.item_id)
-            .where(
-                ws_filter(entity_observations, workspace_id),
-                entity_observations.c.entity_id.in_(ids[:_ID_BATCH]),
-                items.c.deleted_at.is_(None),
-            )
-            .group_by(entity_observations.c.item_id, entity_observations.c.entity_id)
-            .order_by(n.desc(), entity_observations.c.item_id)
-            .limit(max(1, min(limit, 10 * _MAX_PAGE)))
-        )
+        params = {"ws": ws, "ids": ids[:_ID_BATCH], "limit": max(1, min(limit, 10 * _MAX_PAGE))}
         with self._db.read() as conn:
-            return [(r.item_id, r.entity_id, int(r.n)) for r in conn.execute(q)]
+            return [(r.item_id, r.entity_id, int(r.n)) for r in conn.execute(_MENTIONS, params)]
 
     def items_naming(
         self,
