@@ -50,7 +50,8 @@ from relata.domain.ports import VectorRecord
 from relata.ids import chunk_id, content_hash
 from relata.search.evaluation import percentile
 from relata.search.service import SearchQuery
-from relata.storage.sql.unit_of_work import SqlUnitOfWork
+from relata.storage.sql.tables import chunks as chunk_table
+from relata.storage.sql.text_search.postgres import PostgresTextSearch
 from relata.storage.vectors.pgvector import PgvectorStore
 
 DESCRIPTION = (
@@ -241,8 +242,8 @@ def _load(
     the workspace, every vector (in order), the texts of every 97th chunk (the query
     targets), each chunk's item id, each chunk's id, and whether it was written now.
 
-    Written a batch at a time: the batch's items in one statement, their chunks in one
-    transaction, their vectors in one upsert; on pgvector the HNSW index is built once over
+    Written a batch at a time: the batch's items in one statement, their chunks in
+    another, their vectors in one upsert; on pgvector the HNSW index is built once over
     every row at the end (``PgvectorStore.bulk_load``), not grown row by row."""
     ws, item_id = corpus_ids(corpus.seed, corpus.chunks, corpus.dimensions)
     with c.db.read() as conn:
@@ -262,7 +263,6 @@ def _load(
         )
     else:
         progress(f"the database holds this corpus ({corpus.chunks} chunks): searching it again")
-    unit = SqlUnitOfWork(c.db, c.clock)
     vectors = np.empty((corpus.chunks, corpus.dimensions), dtype=np.float32)
     sample: dict[int, str] = {}
     item_of: list[str] = []
@@ -272,11 +272,11 @@ def _load(
     bulk = write and isinstance(c.vectors, PgvectorStore)
     # The HNSW graph's memory (the vectors and about 400 bytes of links a row), with room.
     graph_mb = corpus.chunks * (4 * corpus.dimensions + 400) * 5 // 4 // 2**20
-    with (
-        c.vectors.bulk_load(memory_mb=max(64, graph_mb))
-        if bulk and isinstance(c.vectors, PgvectorStore)
-        else contextlib.nullcontext()
-    ):
+    with contextlib.ExitStack() as loading:
+        if bulk and isinstance(c.vectors, PgvectorStore):
+            loading.enter_context(c.vectors.bulk_load(memory_mb=max(64, graph_mb)))
+        if write and isinstance(c.text_search, PostgresTextSearch):
+            loading.enter_context(c.text_search.bulk_load())
         for batch in corpus.batches(BATCH):
             records: list[VectorRecord] = []
             new_items: list[Item] = []
@@ -328,15 +328,38 @@ def _load(
                 new_chunks.append(rows)
             if write:
                 c.repos.items.create_many(new_items)
-                with unit.begin(ws, durable=False) as tx:
-                    for item, rows in zip(new_items, new_chunks, strict=True):
-                        tx.replace_chunks(item.id, rows)
+                # The batch's chunks in one statement: the statement-level triggers that keep
+                # PostgreSQL's term statistics then upsert each lexeme once per batch, not once
+                # per item (10x faster to load); the rows are what replace_chunks writes.
+                with c.db.write(durable=False) as conn:
+                    conn.execute(
+                        chunk_table.insert(),
+                        [_chunk_row(ch, now) for rows in new_chunks for ch in rows],
+                    )
                 c.vectors.upsert(records)
                 if n % 50_000 < BATCH:
                     progress(f"{n} chunks written")
         if bulk:
-            progress(f"{n} chunks written; building the vector index")
+            progress(f"{n} chunks written; building the vector index and text statistics")
     return ws, vectors, sample, item_of, chunk_ids, write
+
+
+def _chunk_row(ch: Chunk, now: datetime) -> dict[str, Any]:
+    return {
+        "id": ch.id,
+        "workspace_id": ch.workspace_id,
+        "item_id": ch.item_id,
+        "sequence": ch.sequence,
+        "text": ch.text,
+        "content_hash": ch.content_hash,
+        "heading_path": list(ch.heading_path),
+        "start_offset": ch.start_offset,
+        "end_offset": ch.end_offset,
+        "page": ch.page,
+        "token_count": ch.token_count,
+        "embedding_model": ch.embedding_model,
+        "created_at": now,
+    }
 
 
 def _searches(

@@ -7,7 +7,8 @@ Matched terms and highlights come from ``ts_headline`` on the page of hits.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import sqlalchemy as sa
@@ -38,6 +39,26 @@ class PostgresTextSearch(SqlTextSearchBase):
     """``TextSearch`` on PostgreSQL: GIN-indexed ``tsvector`` matching, ``ts_headline``."""
 
     dialect = "postgresql"
+
+    @contextmanager
+    def bulk_load(self) -> Iterator[None]:
+        """For filling an empty deployment in bulk (``relata bench scale``): rows inserted
+        inside skip migration 0011's statistics triggers, and the statistics are computed
+        once from every row at the end (``relata_text_stats_rebuild()``, as after a
+        restore that bypassed the triggers). Per batch, the triggers upsert every distinct
+        lexeme of the batch: most of a bulk load's time. Nothing else may write meanwhile
+        (the triggers are off for every session)."""
+        toggled = ("items_text_stats_ai", "items"), ("chunks_text_stats_ai", "chunks")
+        with self._db.write() as conn:
+            for trigger, table in toggled:
+                conn.exec_driver_sql(f"ALTER TABLE {table} DISABLE TRIGGER {trigger}")
+        try:
+            yield
+        finally:
+            with self._db.write() as conn:
+                for trigger, table in toggled:
+                    conn.exec_driver_sql(f"ALTER TABLE {table} ENABLE TRIGGER {trigger}")
+                conn.exec_driver_sql("SELECT relata_text_stats_rebuild()")
 
     def _items(
         self,
