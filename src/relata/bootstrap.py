@@ -366,7 +366,7 @@ def build(
     _build_relationships(
         repos, pipeline, items, relationship_service, text_search, vectors, clock, analysis
     )
-    _build_knowledge(repos, pipeline, items, analysis)
+    _build_knowledge(repos, pipeline, items, analysis, text_search)
     search = SearchService(
         repos.items,
         repos.chunks,
@@ -606,7 +606,11 @@ def _build_ingestion(
 
 
 def _build_knowledge(
-    repos: Repositories, pipeline: Pipeline, items: ItemCatalog, analysis: AnalysisService
+    repos: Repositories,
+    pipeline: Pipeline,
+    items: ItemCatalog,
+    analysis: AnalysisService,
+    text_search: TextSearch,
 ) -> None:
     """The knowledge stages after embedding: entities, then claims and contradictions."""
     _add(
@@ -626,6 +630,7 @@ def _build_knowledge(
             entities=repos.entities,
             claims=repos.claims,
             analysis=analysis,
+            text_search=text_search,
         ),
     )
     # Observations go with the item's row (ON DELETE CASCADE); the hook also recounts the

@@ -892,6 +892,12 @@ class MemoryStageTransaction:
         self._check_open()
         raise NotImplementedError("the in-memory fakes do not store claims: use SQL")
 
+    def items_claims_written_after(
+        self, after: int, item_ids: Sequence[str], *, exclude_item: str, limit: int
+    ) -> list[Claim]:
+        self._check_open()
+        raise NotImplementedError("the in-memory fakes do not store claims: use SQL")
+
     def record_contradictions(self, found: Sequence[FoundContradiction]) -> int:
         self._check_open()
         raise NotImplementedError("the in-memory fakes hold no contradiction ledger: use SQL")

@@ -8,7 +8,7 @@ reported exactly like a missing one (``NotFound``).
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
@@ -373,6 +373,13 @@ class StageTransaction(Protocol):
         repeat ``keys`` (``ClaimRepository.repeats``)."""
         ...
 
+    def items_claims_written_after(
+        self, after: int, item_ids: Sequence[str], *, exclude_item: str, limit: int
+    ) -> list[Claim]:
+        """As ``claims_written_after``, for the claims of the live items ``item_ids``
+        (``ClaimRepository.of_items``)."""
+        ...
+
     def record_contradictions(self, found: Sequence[FoundContradiction]) -> int:
         """Upsert contradictions on their identity: new ones open, decided ones kept, changed
         ones reopened with their history. How many are new or reopened."""
@@ -572,6 +579,22 @@ class ClaimRepository(Protocol):
     ) -> tuple[int, builtins.list[Claim]]:
         """As ``candidates``, for the claims of other live items whose sentences have one
         of the repeat ``keys`` (the ``(workspace, repeat_key)`` index; docs/decisions/0039)."""
+        ...
+
+    def of_items(
+        self,
+        workspace_id: str,
+        item_ids: Sequence[str],
+        *,
+        exclude_item: str,
+        limit: int,
+        held: Container[str] = ...,
+    ) -> tuple[int, builtins.list[str], builtins.list[Claim]]:
+        """As ``candidates``, for the claims of the live items ``item_ids`` other than
+        ``exclude_item`` (the ``(workspace, item_id)`` index): those of the items whose
+        wording is most like an item's (docs/decisions/0052). Returns the mark, the ids of
+        all of them (the most confident first), and the claims whose ids are not in
+        ``held`` (the caller holds those already: a stored claim never changes)."""
         ...
 
 

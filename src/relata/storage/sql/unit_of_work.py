@@ -36,6 +36,7 @@ from relata.domain.ports import Clock
 from relata.storage.sql.chunks import replace_chunks, stamp_embedding_model
 from relata.storage.sql.claims import (
     claims_written_after,
+    of_items,
     record_contradictions,
     repeats_written_after,
     replace_item_claims,
@@ -117,6 +118,13 @@ class SqlStageTransaction:
     ) -> list[Claim]:
         return repeats_written_after(
             self._conn, self._ws, keys, after, exclude_item=exclude_item, limit=limit
+        )
+
+    def items_claims_written_after(
+        self, after: int, item_ids: Sequence[str], *, exclude_item: str, limit: int
+    ) -> list[Claim]:
+        return of_items(
+            self._conn, self._ws, item_ids, limit, exclude_item=exclude_item, after=after
         )
 
     def record_contradictions(self, found: Sequence[FoundContradiction]) -> int:
