@@ -141,3 +141,27 @@ def test_two_items_whose_claims_stages_ran_at_once_still_meet(c: Container) -> N
             assert result.write is not None
             result.write(tx)
     _check_found(c, ws, survey, letter)
+
+
+def test_the_claims_of_similar_items_are_read_as_ids_when_held(c: Container) -> None:
+    """``of_items``: every id, the most confident first, and full rows only for the claims
+    the caller does not hold; the item asking and deleted items are left out."""
+    ws = workspace_id(c)
+    survey = _ingest(c, ws, "survey", SURVEY)
+    letter = _ingest(c, ws, "letter", LETTER)
+    diary = _ingest(c, ws, "diary", UNRELATED)
+    drain(c)
+    theirs = c.repos.claims.list_for_item(ws, letter) + c.repos.claims.list_for_item(ws, diary)
+    mark, ids, rows = c.repos.claims.of_items(
+        ws, [letter, diary, survey], exclude_item=survey, limit=100
+    )
+    assert mark >= 3 and sorted(ids) == sorted(x.id for x in theirs)
+    assert {x.id for x in rows} == set(ids)
+    held = {x.id for x in c.repos.claims.list_for_item(ws, letter)}
+    _, again, fresh = c.repos.claims.of_items(
+        ws, [letter, diary], exclude_item=survey, limit=100, held=held
+    )
+    assert again == ids and {x.id for x in fresh} == set(ids) - held
+    c.items.delete(ws, diary)
+    _, left, _ = c.repos.claims.of_items(ws, [letter, diary], exclude_item=survey, limit=100)
+    assert sorted(left) == sorted(held)
