@@ -49,8 +49,16 @@
       return row && row.tagName === "TR" ? row : null;
     }
 
+    // What one answer changed, said at once in the aria-live region (see flush).
+    let said = [];
+
     function announce(text) {
-      if (region) region.textContent = text;
+      said.push(text);
+    }
+
+    function flush() {
+      if (region && said.length) region.textContent = said.join("; ");
+      said = [];
     }
 
     function titleOf(row) {
@@ -188,6 +196,7 @@
             trim();
             showEmpty();
           }
+          flush();
           const pending = Boolean(answer.pending) || pendingShown();
           idle = changed || pending ? 0 : idle + 1;
           schedule(pending);
