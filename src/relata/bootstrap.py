@@ -61,6 +61,7 @@ from relata.entities.stage import EntityStage
 from relata.exchange.service import ExchangeService
 from relata.graph.service import GraphService
 from relata.ingest.admission import Admission
+from relata.ingest.attachment_versions import AttachmentFollower
 from relata.ingest.catalog import ItemCatalog
 from relata.ingest.originals import OriginalStore
 from relata.ingest.recovery import Recovery
@@ -601,6 +602,15 @@ def _build_ingestion(
         keep_previous=settings.keep_previous_originals,
         vectors=vectors,
         limits=limits,
+        # A message's attachments follow its new versions (docs/decisions/0048).
+        follower=AttachmentFollower(
+            repos.items,
+            repos.attachments,
+            repos.item_versions,
+            service,
+            originals,
+            limits=limits,
+        ),
     )
     return service, catalog, versions
 

@@ -218,9 +218,10 @@ class ItemRepository(Protocol):
         created_to: datetime | None = None,
         status: str | None = None,
         contains: str | None = None,
+        item_ids: Sequence[str] | None = None,
     ) -> list[Item]:
         """``contains``: the title or the original file name holds this text, letters in
-        any case, ``%`` and ``_`` literal."""
+        any case, ``%`` and ``_`` literal; ``item_ids``: only among these items."""
         ...
 
     def count(self, workspace_id: str) -> int: ...
@@ -401,6 +402,21 @@ class StageTransaction(Protocol):
         unreviewed, else left alone. How many were inserted or reopened."""
         ...
 
+    def create_items(self, items: Sequence[Item]) -> None:
+        """New items with their version 1 (a message's new attachments, written with the
+        message's new version); ``DuplicateItem`` when some content is live already."""
+        ...
+
+    def mark_deleted(self, item_ids: Sequence[str]) -> None:
+        """The first step of deleting these items (gone from every read, their content free
+        again); the caller removes the rest after the commit, as ``ItemCatalog.delete`` does.
+        Items gone already are skipped."""
+        ...
+
+    def replace_attachments(self, message_id: str, attachments: Sequence[Attachment]) -> None:
+        """The message's attachment rows become exactly ``attachments`` (docs/decisions/0048)."""
+        ...
+
     def switch_version(self, version: ItemVersion) -> None:
         """A new version of the item's content (``relata.ingest.versions``): recorded, and
         copied to the item (hash, size, type, filename, original), whose text, structure
@@ -441,6 +457,11 @@ class AttachmentRepository(Protocol):
 
     def message_of(self, workspace_id: str, item_id: str) -> str | None:
         """The message the item is an attachment of, if any."""
+        ...
+
+    def messages_of(self, workspace_id: str, item_ids: Sequence[str]) -> dict[str, str]:
+        """For those of ``item_ids`` that are attachments of a live message: that message's
+        id (at most 1000 ids are looked up)."""
         ...
 
 
