@@ -94,7 +94,9 @@ def included(router: APIRouter) -> tuple[BaseRoute, ...]:
     process, but the tests build one per test. The routes hold nothing of a container (an
     endpoint finds it on ``request.app.state``), so one inclusion serves every app. They are
     included by a plain ``APIRouter``, which the app's ``dependency_overrides`` do not reach
-    (Relata uses none). The routers must not change after their first app.
+    (Relata uses none), and a router's own startup, shutdown or lifespan handlers, which
+    ``include_router`` merges into the app's, would be left out (Relata's routers have none).
+    The routers must not change after their first app.
     """
     found = _included.get(id(router))
     if found is None or found[0] is not router:
