@@ -61,6 +61,7 @@ from relata.entities.stage import EntityStage
 from relata.exchange.service import ExchangeService
 from relata.graph.service import GraphService
 from relata.ingest.admission import Admission
+from relata.ingest.attachment_versions import AttachmentFollower
 from relata.ingest.catalog import ItemCatalog
 from relata.ingest.originals import OriginalStore
 from relata.ingest.recovery import Recovery
@@ -366,7 +367,7 @@ def build(
     _build_relationships(
         repos, pipeline, items, relationship_service, text_search, vectors, clock, analysis
     )
-    _build_knowledge(repos, pipeline, items, analysis)
+    _build_knowledge(repos, pipeline, items, analysis, text_search)
     search = SearchService(
         repos.items,
         repos.chunks,
@@ -602,12 +603,25 @@ def _build_ingestion(
         keep_previous=settings.keep_previous_originals,
         vectors=vectors,
         limits=limits,
+        # A message's attachments follow its new versions (docs/decisions/0048).
+        follower=AttachmentFollower(
+            repos.items,
+            repos.attachments,
+            repos.item_versions,
+            service,
+            originals,
+            limits=limits,
+        ),
     )
     return service, catalog, versions
 
 
 def _build_knowledge(
-    repos: Repositories, pipeline: Pipeline, items: ItemCatalog, analysis: AnalysisService
+    repos: Repositories,
+    pipeline: Pipeline,
+    items: ItemCatalog,
+    analysis: AnalysisService,
+    text_search: TextSearch,
 ) -> None:
     """The knowledge stages after embedding: entities, then claims and contradictions."""
     _add(
@@ -627,6 +641,7 @@ def _build_knowledge(
             entities=repos.entities,
             claims=repos.claims,
             analysis=analysis,
+            text_search=text_search,
         ),
     )
     # Observations go with the item's row (ON DELETE CASCADE); the hook also recounts the

@@ -17,7 +17,7 @@ import sqlalchemy as sa
 
 from relata.bootstrap import Container
 from relata.claims.facets import extract_facets, facets_from_record, facets_record
-from relata.claims.stage import draft_of
+from relata.claims.stored import draft_of
 from relata.config.settings import Settings
 from relata.domain.cancel import Cancel
 from relata.domain.models import AliasStatus, Contradiction

@@ -769,6 +769,15 @@ def test_chunk_get_many_keeps_the_given_order_within_the_workspace(ports: Ports)
     p.chunks.replace_for_item(p.ws, item.id, [a, b, c])
     assert p.chunks.get_many(p.ws, [c.id, new_id(), a.id]) == [c, a]
     assert p.chunks.get_many(p.ws, []) == []
+    # Another workspace's chunk is left out, even asked for by id beside this one's (the
+    # statement reads by primary key; the workspace is compared after it).
+    theirs = p.items.create(_item(p.other))
+    (d,) = _chunks(theirs, "d")
+    p.chunks.replace_for_item(p.other, theirs.id, [d])
+    assert p.chunks.get_many(p.ws, [d.id, b.id, c.id]) == [b, c]
+    assert p.chunks.get_many(p.other, [a.id, d.id]) == [d]
+    with pytest.raises(MissingWorkspace):
+        p.chunks.get_many("", [a.id])
 
 
 def test_list_to_embed_gives_the_chunks_with_what_their_vectors_need(ports: Ports) -> None:

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 
 from relata.cli.benchmarks.synthetic import SyntheticCorpus
 from relata.cli.main import main
@@ -31,10 +33,24 @@ def _check(report: dict[str, Any], store: str) -> None:
     assert float(report["p50_ms"]) > 0 and float(report["cpu_ms_per_query"]) > 0
 
 
-def test_scale_bench_on_the_embedded_store(capsys: pytest.CaptureFixture[str]) -> None:
-    report = _report(capsys, [])
+def test_scale_bench_on_the_embedded_store(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    report = _report(capsys, ["--data-dir", str(tmp_path)])
     _check(report, "sqlite-vec")
     assert report["vector_recall@10"] == 1.0  # sqlite-vec is exact
+    assert report["load"]["written"] is True
+    again = _report(capsys, ["--data-dir", str(tmp_path)])
+    assert again["load"]["written"] is False
+    assert (again["target_mrr@10"], again["vector_recall@10"]) == (
+        report["target_mrr@10"],
+        report["vector_recall@10"],
+    )
+    # Another corpus (another seed) is refused: the data dir holds one already.
+    assert (
+        main(["bench", "scale", "--chunks", "300", "--seed", "8", "--data-dir", str(tmp_path)]) != 0
+    )
+    assert "already holds items" in capsys.readouterr().err
 
 
 @pytest.mark.slow
@@ -42,6 +58,32 @@ def test_scale_bench_on_pgvector(pgvector_url: str, capsys: pytest.CaptureFixtur
     report = _report(capsys, ["--store", "pgvector", "--database", pgvector_url])
     _check(report, "pgvector")
     assert float(report["vector_recall@10"]) >= 0.9
+    assert report["load"]["written"] is True
+    # The bulk load turned the statistics triggers off and rebuilt the statistics once: they
+    # are on again, the HNSW index is back, and the statistics count every row.
+    engine = sa.create_engine(pgvector_url)
+    try:
+        with engine.connect() as conn:
+            off = conn.execute(
+                sa.text(
+                    "SELECT count(*) FROM pg_trigger WHERE tgname LIKE '%text_stats%' "
+                    "AND tgenabled = 'D'"
+                )
+            ).scalar_one()
+            counts = dict(
+                conn.execute(sa.text("SELECT index_name, doc_count FROM text_stats")).all()
+            )
+            index = conn.execute(
+                sa.text("SELECT count(*) FROM pg_indexes WHERE indexname LIKE '%_embedding'")
+            ).scalar_one()
+    finally:
+        engine.dispose()
+    assert off == 0 and index == 1
+    assert counts == {"items": 30, "chunks": 300}
+    # The same corpus again: searched without writing it, with the same results.
+    again = _report(capsys, ["--store", "pgvector", "--database", pgvector_url])
+    assert again["load"]["written"] is False
+    assert again["target_mrr@10"] == report["target_mrr@10"]
     # The database now holds a corpus: a second run would mix two, so it is refused.
     assert (
         main(

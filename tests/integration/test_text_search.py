@@ -929,3 +929,63 @@ def test_sqlite_transfer_target_gets_each_workspace_index_pair(tmp_path: Path) -
     finally:
         source.dispose()
         target.dispose()
+
+
+def test_common_terms_are_pruned_from_the_candidates_without_changing_a_result(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A term in most rows makes most rows candidates; on PostgreSQL the rows holding the
+    other terms are ranked first and kept when the bound says no other row could enter
+    (``PostgresTextSearch._ranked``). Whatever the path, the hits and scores are those of
+    the full ranking, here the same search with nothing counted common."""
+    with_beta: set[str] = set()
+    for i in range(200):  # beta in 7 rows (under 5%: not common), alpha in every row
+        words = ["alpha"] * (1 + i % 3)
+        if i % 29 == 0:
+            words += ["beta"] * (1 + i % 4)
+        if i in (5, 17):
+            words.append("gamma")
+        filler = [f"filler{i}x{j}" for j in range(i % 7)]
+        item = store.add(store.a, f"note {i}", " ".join([*words, *filler]))
+        if "beta" in words:
+            with_beta.add(item.id)
+    # omega: common (20 short rows, five times each); delta: rare, once in 6 long rows. The
+    # rows holding delta do not score above omega's bound, so the full ranking must run: it
+    # puts omega's rows first.
+    for i in range(20):
+        store.add(store.a, f"omega {i}", "omega " * 5)
+    for i in range(6):
+        store.add(store.a, f"delta {i}", "delta " + " ".join(f"long{i}x{j}" for j in range(60)))
+    searches = [
+        ("alpha beta", 5),  # 7 rows hold beta: they fill the page above alpha's bound
+        ("alpha gamma", 5),  # 2 rows hold gamma: alpha-only rows complete the page
+        ("alpha beta", 30),
+        ("alpha", 10),
+        ("omega delta", 5),
+    ]
+
+    def run() -> list[tuple[list[Any], list[Any]]]:
+        out = []
+        for query, limit in searches:
+            found = store.search.search_items(store.a, query, limit=limit, marks=False)
+            pieces = store.search.search_chunks(store.a, query, limit=limit, marks=False)
+            out.append(
+                (
+                    [(h.id, round(h.score, 9)) for h in found],
+                    [(h.chunk_id, round(h.score, 9)) for h in pieces],
+                )
+            )
+        return out
+
+    got = run()
+    assert [len(found) for found, _ in got] == [5, 5, 30, 10, 5]
+    assert [len(pieces) for _, pieces in got] == [5, 5, 30, 10, 5]
+    assert {i for i, _ in got[0][0]} <= with_beta  # beta's rows outrank alpha-only rows
+    if store.db.dialect == "postgresql":
+        from relata.storage.sql.text_search import postgres
+
+        assert isinstance(store.search, postgres.PostgresTextSearch)
+        assert store.search.pruned_searches == 2  # "alpha beta" at 5: items and chunks
+        monkeypatch.setattr(postgres, "COMMON_SHARE", 2.0)  # nothing is common: full ranking
+        assert run() == got
+        assert store.search.pruned_searches == 2

@@ -22,6 +22,7 @@ does, then refuses, so those stages are tested on SQL.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import copy
 import threading
 from collections import Counter
@@ -34,6 +35,7 @@ from typing import Any
 from relata.domain.clock import SystemClock
 from relata.domain.errors import DuplicateItem, DuplicateKey, LeaseLost, MissingWorkspace, NotFound
 from relata.domain.models import (
+    Attachment,
     Chunk,
     Claim,
     FoundContradiction,
@@ -426,14 +428,17 @@ class MemoryItemRepository:
         created_to: datetime | None = None,
         status: str | None = None,
         contains: str | None = None,
+        item_ids: Sequence[str] | None = None,
     ) -> list[Item]:
         """Newest ingested first (then by id)."""
         wanted = (contains or "").lower()
+        among = None if item_ids is None else set(item_ids)
         with self._store.lock:
             found = [
                 i
                 for i in self._store.live_items(workspace_id)
                 if _passes(i, source_type, created_from, created_to, status)
+                and (among is None or i.id in among)
                 and (
                     not wanted
                     or any(wanted in (s or "").lower() for s in (i.title, i.original_filename))
@@ -892,6 +897,12 @@ class MemoryStageTransaction:
         self._check_open()
         raise NotImplementedError("the in-memory fakes do not store claims: use SQL")
 
+    def items_claims_written_after(
+        self, after: int, item_ids: Sequence[str], *, exclude_item: str, limit: int
+    ) -> list[Claim]:
+        self._check_open()
+        raise NotImplementedError("the in-memory fakes do not store claims: use SQL")
+
     def record_contradictions(self, found: Sequence[FoundContradiction]) -> int:
         self._check_open()
         raise NotImplementedError("the in-memory fakes hold no contradiction ledger: use SQL")
@@ -924,6 +935,21 @@ class MemoryStageTransaction:
         self._store.set_item_status(
             self._ws, item_id, status, self._now, error=error, failed_stage=failed_stage
         )
+
+    def create_items(self, items: Sequence[Item]) -> None:
+        for item in items:
+            self._own(item.workspace_id)
+        MemoryItemRepository(self._store).create_many(items)
+
+    def mark_deleted(self, item_ids: Sequence[str]) -> None:
+        self._check_open()
+        for item_id in item_ids:
+            with contextlib.suppress(NotFound):
+                MemoryItemRepository(self._store).mark_deleted(self._ws, item_id)
+
+    def replace_attachments(self, message_id: str, attachments: Sequence[Attachment]) -> None:
+        self._check_open()
+        raise NotImplementedError("the in-memory fakes hold no attachments: use SQL")
 
     def switch_version(self, version: ItemVersion) -> None:
         """The item takes the version's content, its text and chunks gone, as on SQL (the

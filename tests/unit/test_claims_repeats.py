@@ -92,6 +92,23 @@ def test_different_units_and_labels_are_different_sentences() -> None:
     assert unit3 is not None and unit4 is not None and unit3.key != unit4.key
 
 
+def test_identifiers_of_letters_and_digits_are_words_not_values() -> None:
+    # Two abstracts' boilerplate naming two trials is no changed count (found on SciFact's
+    # ledger: "Identifier: NCT00052026" against "NCT00295386").
+    first = repeat_of("The trial was registered at clinicaltrials.gov as NCT00052026 in 2004.")
+    second = repeat_of("The trial was registered at clinicaltrials.gov as NCT00295386 in 2004.")
+    assert first is not None and second is not None and first.key != second.key
+    assert [v.text for v in first.values] == ["2004"]
+    assert change_between(first, second) is None
+    cells = repeat_of("H4 G94P proteins bound 40% of the sites in 3T3 cells over two days.")
+    assert cells is not None
+    assert [v.text for v in cells.values] == ["40", "two"]
+    assert cells.masked.startswith("h4 g94p proteins") and "3t3" in cells.masked
+    # Ordinals and a number before its unit stay values.
+    dated = repeat_of("On the 14th the station fed 12 MW into the regional network again.")
+    assert dated is not None and [v.text for v in dated.values] == ["14th", "12"]
+
+
 def test_short_or_valueless_sentences_are_not_repeatable() -> None:
     assert repeat_of("Revenue rose 5% in 2020.") is None  # too few words besides values
     assert repeat_of("The council thanked the harbour master for her careful report.") is None

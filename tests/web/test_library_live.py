@@ -2,7 +2,9 @@
 the first page's rows newest first, each with its status and the same HTML the page renders
 (escaped: a hostile title stays text), whether any is still being processed, the page's
 filters applied; a viewer may read it (no checkbox); a later page's rows are followed by
-status.js instead."""
+status.js instead. Given the ids the page shows, it says which are gone (deleted, or no longer
+matching the filters) and answers those pushed off the first page as ``others``; an
+attachment's row names its message, linked."""
 
 from __future__ import annotations
 
@@ -14,7 +16,8 @@ from relata.bootstrap import Container
 from relata.config.settings import Settings
 from relata.domain.vocabulary import Role
 from relata.ingest.service import IngestRequest
-from relata.web.pages.library import PAGE_SIZE
+from relata.web.pages.library import MAX_SHOWN, PAGE_SIZE
+from tests.fuzz.officegen import make_eml
 from tests.support.ingest import built, drain, workspace_id
 from tests.support.web import web_client
 from tests.support.xss import XSS, leaked
@@ -81,3 +84,52 @@ def test_a_later_page_is_not_live_and_its_rows_follow_their_status(c: Container)
         assert later.count("data-live-status") == 1
         first = client.get("/w/default/library").text
         assert "data-live-rows" in first and "data-live-status" not in first
+
+
+def test_rows_say_which_shown_rows_are_gone_and_follow_those_pushed_down(c: Container) -> None:
+    """``shown``: a deleted row is gone, one no longer matching the filters is gone, one
+    pushed off the first page by newer items is kept and answered as ``others``."""
+    oldest = _add(c, "oldest.txt", "The oldest memo about the weir.")
+    kelp = _add(c, "kelp.txt", "A memo about kelp.")
+    doomed = _add(c, "doomed.txt", "A memo to delete.")
+    with web_client(c, role=Role.EDITOR) as client:
+        shown = {"shown": [doomed, kelp, oldest]}
+        assert client.get(ROWS, params=shown).json()["gone"] == []
+        c.items.delete(workspace_id(c), doomed)
+        body = client.get(ROWS, params=shown).json()
+        assert body["gone"] == [doomed]
+        assert [r["id"] for r in body["rows"]] == [kelp, oldest]
+        # A filter the row no longer matches: gone from that page too.
+        body = client.get(ROWS, params={"q": "kelp", "shown": [kelp, oldest]}).json()
+        assert [r["id"] for r in body["rows"]] == [kelp] and body["gone"] == [oldest]
+
+        for n in range(PAGE_SIZE):
+            _add(c, f"newer-{n}.txt", f"Newer memo number {n}.")
+        body = client.get(ROWS, params={"shown": [oldest, kelp]}).json()
+        assert oldest not in [r["id"] for r in body["rows"]]
+        assert body["gone"] == []
+        pushed = {r["id"]: r for r in body["others"]}
+        assert set(pushed) == {oldest, kelp}
+        assert pushed[oldest]["status"] == "pending"
+        assert pushed[oldest]["html"].startswith(f'<tr data-row-of="{oldest}"')
+
+        too_many = client.get(ROWS, params={"shown": [f"id-{n}" for n in range(MAX_SHOWN + 1)]})
+        assert too_many.status_code == 400
+
+
+def test_an_attachments_row_names_its_message(c: Container) -> None:
+    ws = workspace_id(c)
+    data = make_eml(
+        subject=XSS[0], attachments=[("survey.txt", "text/plain", b"Kittiwake slipway survey.")]
+    )
+    message = c.ingest.ingest(ws, IngestRequest(data=data, filename="reports.eml"))
+    drain(c)  # the message takes its subject as title
+    [part] = [a.item_id for a in c.items.attachments(ws, message.id) if a.item_id]
+    assert part is not None
+    with web_client(c, role=Role.VIEWER) as client:
+        rows = {r["id"]: r["html"] for r in client.get(ROWS).json()["rows"]}
+        link = f'<a href="/w/default/items/{message.id}">'
+        assert f'data-attachment-of="{message.id}">attachment of {link}' in rows[part]
+        assert "attachment of" not in rows[message.id]
+        assert leaked(rows[part]) == []
+        assert rows[part] in client.get("/w/default/library").text

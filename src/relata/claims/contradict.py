@@ -149,6 +149,21 @@ def compare(
     return None
 
 
+def compare_statements(
+    a: ClaimDraft, b: ClaimDraft, *, min_overlap: float = MIN_OVERLAP
+) -> Contradiction | None:
+    """The rules that need no shared subject, for two claims found by what their statements
+    say (``relata.claims.similar``): polarity, then direction. Each asks the statements to
+    share most of their content words (``min_overlap``), and both to assert. The date and
+    quantity rules are left out: they compare two claims attached to one subject ("founded
+    in 2012" of one company against "in 2015" of another is no conflict)."""
+    for rule in (_polarity_conflict, _direction_conflict):
+        found = rule(a, b, min_overlap)
+        if found is not None:
+            return found
+    return None
+
+
 #: Content words two claims need to share to count as agreeing, and the share of the smaller
 #: claim's they must be, the subjects' own names aside: two sentences naming the same
 #: entities are not thereby saying the same thing about them.

@@ -17,7 +17,9 @@ no facet the subject rules compare, so a repeated sentence is found by its **rep
 * a number that names something rather than counts it ("Unit 3", "Article 5", "No. 4":
   after a capitalised word inside the sentence, or after a word of ``_LABELS``) is kept in
   the key as written, so "Unit 3" and "Unit 4" are different sentences, not a changed value;
-* units and every other word stay in the key: "12 MW" and "12 GW" are different facts.
+* units and every other word stay in the key: "12 MW" and "12 GW" are different facts;
+* letters and digits run together with a letter before a digit ("NCT00052026", "H4", "3T3")
+  are an identifier: one word of the key as written, never a value.
 
 A sentence is **repeatable** when it has at least one value and at least ``MIN_CONTEXT``
 other words (``MIN_DISTINCT`` of them different): a short sentence says too little for two
@@ -35,7 +37,7 @@ from typing import Final
 
 from relata.claims.words import STOP_WORDS, word_set
 
-REPEAT_VERSION: Final = "1"
+REPEAT_VERSION: Final = "2"
 #: The subject of a claim that is only a repeatable sentence (it names no entity): the key
 #: after this prefix, so such claims never meet an entity's claims in the subject index.
 REPEAT_SUBJECT_PREFIX: Final = "~r:"
@@ -90,7 +92,11 @@ class Repeat:
 
 
 _TOKEN: Final = re.compile(
-    r"\d+(?:[.,]\d+)*(?:st|nd|rd|th)?|[^\W\d_]+(?:['\u2019][^\W\d_]+)*|%",
+    # An identifier first: letters and digits run together with a letter before a digit
+    # ("NCT00052026", "H4", "G94P", "3T3", "B3-Galectin"'s "B3") names something and is a
+    # word of the key as written, never a value: two trial registrations are no changed count.
+    r"(?:\d+)?[^\W\d_]+\d[^\W_]*"
+    r"|\d+(?:[.,]\d+)*(?:st|nd|rd|th)?|[^\W\d_]+(?:['\u2019][^\W\d_]+)*|%",
     re.IGNORECASE,
 )
 _MONTHS: Final = {

@@ -13,6 +13,13 @@ item's claims and upserts what it found into the ledger, in the stage's transact
 resolution is never overwritten, a dismissed pair is not proposed again while both claims
 are unchanged, a changed claim reopens its contradictions with their history kept.
 
+Two more candidate paths need no shared entity: a repeated sentence with a changed value
+(``relata.claims.changed``, ADR 39), and statements that say nearly the same thing
+(``relata.claims.similar``, ADR 52): a sentence with a negation or a direction gets a claim
+even when it names no entity, and the item's comparable claims are set against the claims of
+the other items sharing most of their rarest words (the full-text index's bounded lookup),
+by the rules that need no shared subject.
+
 It needs no model: the deterministic path is the whole of it without one. With analysis
 enabled it also asks the model (``relata.claims.assisted``): for claims chunk by chunk,
 validated and merged with the deterministic ones, and for a judgement on the candidate pairs
@@ -23,19 +30,31 @@ only the model's part, counted in the run's details; it never fails the item.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict, defaultdict
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Final
+from typing import Final
 
 from relata.analysis.service import AnalysisService
 from relata.claims.assisted import CandidatePairs, ModelPass
 from relata.claims.changed import Keyed, changes, keyed_claims
 from relata.claims.contradict import DETECTOR_VERSION, MAX_GROUP, Contradiction, compare
-from relata.claims.extract import EXTRACTOR_VERSION, ClaimDraft, Subject, extract_claims
-from relata.claims.facets import Facets, extract_facets, facets_from_record, facets_record
-from relata.claims.repeats import REPEAT_SUBJECT_PREFIX, REPEAT_VERSION, repeat_of
+from relata.claims.extract import EXTRACTOR_VERSION, ClaimDraft, extract_claims
+from relata.claims.facets import facets_record
+from relata.claims.repeats import REPEAT_VERSION, repeat_of
+from relata.claims.similar import (
+    SIMILAR_ITEMS,
+    is_entity_subject,
+    lookup_terms,
+    similar_contradictions,
+    statement_claims,
+)
+from relata.claims.stored import (
+    draft_of,
+    facets_summary,
+    held_drafts,
+    held_ids,
+)
 from relata.domain.cancel import Cancel
 from relata.domain.models import Claim, ClaimSide, FoundContradiction
 from relata.domain.ports import (
@@ -44,6 +63,7 @@ from relata.domain.ports import (
     EntityRepository,
     ItemRepository,
     StageTransaction,
+    TextSearch,
 )
 from relata.domain.vocabulary import StageKind
 from relata.ids import new_id, pair_key
@@ -51,6 +71,8 @@ from relata.pipeline import Requirement, StagePayload, StageResult
 
 #: Other items' claims compared with one item's, at most (the most confident first).
 MAX_CANDIDATES = 2000
+#: The version of the statement claims and their candidates (docs/decisions/0052).
+SIMILAR_VERSION: Final = "1"
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,73 +88,6 @@ class _Chunk:
     chunk_id: str
     base_offset: int
     text: str
-
-
-def facets_summary(draft: ClaimDraft) -> dict[str, Any]:
-    """What is stored of a claim's facets: enough to show them, and where its subject sits
-    in the quotation so the facets can be read again exactly."""
-    f = draft.facets
-    return {
-        "dates": [d.text for d in f.dates],
-        "quantities": [q.label() for q in f.quantities],
-        "polarity": str(f.polarity),
-        "direction": f.direction.name.lower() if f.direction is not None else None,
-        "predicate": f.predicate.key if f.predicate is not None else None,
-        "attached": draft.attached,
-        "subject_at": [draft.subject.start - draft.start, draft.subject.end - draft.start],
-    }
-
-
-#: Stored claims' facets remembered, by claim id, at most (the most recently used).
-FACETS_CACHE: Final = 8192
-_facets_cache: OrderedDict[str, Facets] = OrderedDict()
-_facets_lock = threading.Lock()
-
-
-def _stored_facets(claim: Claim, quotation: str, subject_end: int | None) -> Facets:
-    """A stored claim's facets: the same claims are read again as candidates by every new
-    item about their subject, so they are remembered by claim id (a stored claim never
-    changes: a new write gives new ids); else decoded from ``comparable``, or read again
-    from the quotation for a claim stored without them."""
-    with _facets_lock:
-        hit = _facets_cache.get(claim.id)
-        if hit is not None:
-            _facets_cache.move_to_end(claim.id)
-            return hit
-    facets = facets_from_record(claim.comparable) or extract_facets(
-        quotation, subject_end=subject_end
-    )
-    with _facets_lock:
-        _facets_cache[claim.id] = facets
-        while len(_facets_cache) > FACETS_CACHE:
-            _facets_cache.popitem(last=False)
-    return facets
-
-
-def draft_of(claim: Claim) -> ClaimDraft:
-    """A stored claim as the detector compares it: its stored facets (``comparable``), or,
-    for a claim written without them, its facets read again from its quotation."""
-    quotation = claim.quotation or claim.statement
-    at = claim.facets.get("subject_at") or [0, 0]
-    subject_end = int(at[1]) if len(at) == 2 else None
-    facets = _stored_facets(claim, quotation, subject_end or None)
-    return ClaimDraft(
-        item_id=claim.item_id,
-        subject=Subject(
-            claim.subject_name, claim.subject, claim.start + int(at[0]), claim.start + int(at[1])
-        ),
-        statement=claim.statement,
-        nature=claim.nature,
-        quotation=quotation,
-        start=claim.start,
-        end=claim.end,
-        confidence=claim.confidence,
-        extractor=claim.extractor,
-        extractor_version=claim.extractor_version,
-        facets=facets,
-        chunk_id=claim.chunk_id,
-        attached=bool(claim.facets.get("attached", False)),
-    )
 
 
 def _side(draft: ClaimDraft, span: tuple[int, int]) -> ClaimSide:
@@ -187,12 +142,14 @@ class ClaimStage:
         entities: EntityRepository,
         claims: ClaimRepository,
         analysis: AnalysisService | None = None,
+        text_search: TextSearch | None = None,
     ) -> None:
         self._items = items
         self._chunks = chunks
         self._entities = entities
         self._claims = claims
         self._analysis = analysis
+        self._text = text_search
 
     @property
     def one_snapshot(self) -> bool:
@@ -212,6 +169,7 @@ class ClaimStage:
             "claim_extractor": EXTRACTOR_VERSION,
             "contradiction_detector": DETECTOR_VERSION,
             "repeat_key": REPEAT_VERSION,
+            "statement_candidates": SIMILAR_VERSION,
         }
         analysis = self._enabled_analysis
         if analysis is not None and analysis.model_id:
@@ -255,7 +213,10 @@ class ClaimStage:
             if k.draft.dedupe_key not in own:
                 own.add(k.draft.dedupe_key)
                 statements.append(k.draft)
-        drafts = [*drafts, *statements]
+        # A sentence the subject-free rules can compare gets a claim too, entity or not
+        # (docs/decisions/0052).
+        taken = {(d.start, d.end) for d in drafts} | {(d.start, d.end) for d in statements}
+        drafts = [*drafts, *statements, *statement_claims(item_id, text, taken, chunks)]
         canonical = self._canonical(ws, {e.normalised_key: e.id for e in entities.values()})
         # ``mark``: the claims write the candidates were read at (None: nothing to compare).
         # Claims written after it are compared in the write (``_caught_up``), where no other
@@ -270,6 +231,11 @@ class ClaimStage:
             else (None, [])
         )
         changed = _changed(keyed, _keyed(stored), found)
+        # Other items whose wording is most like the item's comparable claims (the full-text
+        # index), and the subject-free rules between their claims and the item's.
+        similar_mark, similar_items, similar = self._similar(
+            ws, item_id, drafts, canonical, [*found, *changed]
+        )
         cancel.raise_if_cancelled()
         claims = [
             Claim(
@@ -310,9 +276,17 @@ class ClaimStage:
                 if repeat_mark is not None
                 else []
             )
+            late_similar = (
+                tx.items_claims_written_after(
+                    similar_mark, similar_items, exclude_item=item_id, limit=MAX_CANDIDATES
+                )
+                if similar_mark is not None
+                else []
+            )
             facet_found = _caught_up(found, drafts, late, canonical)
+            merged = _with_changed(facet_found, changed, keyed, _keyed(late_repeats))
             tx.record_contradictions(
-                _with_changed(facet_found, changed, keyed, _keyed(late_repeats))
+                _with_similar(merged, similar, drafts, late_similar, canonical)
             )
 
         return StageResult(
@@ -322,9 +296,35 @@ class ClaimStage:
                 "claims": len(claims),
                 "contradictions": len(found),
                 "changed_facts": len(changed),
+                "similar_statements": len(similar),
                 **(model.details() if model is not None else {}),
             },
         )
+
+    def _similar(
+        self,
+        ws: str,
+        item_id: str,
+        drafts: Sequence[ClaimDraft],
+        canonical: dict[str, str],
+        known: Sequence[FoundContradiction],
+    ) -> tuple[int | None, list[str], list[FoundContradiction]]:
+        """The subject-free rules' contradictions between the item's claims and the claims
+        of the ``SIMILAR_ITEMS`` other items sharing most of the rarest words of its
+        comparable claims (``TextSearch.items_sharing_terms``: indexed, bounded), the
+        claims write those were read at (None: nothing read) and the items read."""
+        terms = lookup_terms(drafts) if self._text is not None else []
+        if self._text is None or not terms:
+            return None, [], []
+        hits = self._text.items_sharing_terms(ws, terms, limit=SIMILAR_ITEMS, exclude_item=item_id)
+        others = [h.id for h in hits]
+        if not others:
+            return None, [], []
+        mark, ids, stored = self._claims.of_items(
+            ws, others, exclude_item=item_id, limit=MAX_CANDIDATES, held=held_ids()
+        )
+        theirs = held_drafts(ids, stored)
+        return mark, others, _similar_found(drafts, theirs, canonical, known)
 
     def _canonical(self, ws: str, keys: dict[str, str]) -> dict[str, str]:
         """Subject key -> the key its group is compared under: a confirmed alias joins the
@@ -380,8 +380,8 @@ def _grouped(
     group (other items' claims: ``MAX_GROUP``; the item's own are all compared)."""
     out: dict[str, list[ClaimDraft]] = defaultdict(list)
     for d in drafts:
-        if d.subject.key.startswith(REPEAT_SUBJECT_PREFIX):
-            continue  # a statement claim: compared only with its repeats (``_changed``)
+        if not is_entity_subject(d.subject.key):
+            continue  # a statement claim: compared with its repeats and similar statements
         group = out[canonical.get(d.subject.key, d.subject.key)]
         if (cap is None or len(group) < cap) and d.facets.assertive:
             group.append(d)
@@ -485,4 +485,47 @@ def _with_changed(
     out = {f.identity: f for f in found}
     for f in [*kept, *_changed(mine, late, [*found, *kept])]:
         out.setdefault(f.identity, f)
+    return sorted(out.values(), key=lambda f: -f.confidence)
+
+
+def _pairs(found: Iterable[FoundContradiction]) -> list[frozenset[str]]:
+    return [frozenset({f.first.claim_key, f.second.claim_key}) for f in found]
+
+
+def _similar_found(
+    mine: Sequence[ClaimDraft],
+    theirs: Iterable[ClaimDraft],
+    canonical: dict[str, str],
+    known: Sequence[FoundContradiction],
+) -> list[FoundContradiction]:
+    """The subject-free rules' contradictions (``claims.similar``) in the ledger's form,
+    less the pairs of claims in ``known``."""
+    return [
+        replace(found_contradiction(c, subject), subject_name=name)
+        for subject, name, c in similar_contradictions(mine, list(theirs), canonical, _pairs(known))
+    ]
+
+
+def _with_similar(
+    found: Sequence[FoundContradiction],
+    similar: Sequence[FoundContradiction],
+    mine: Sequence[ClaimDraft],
+    late: Sequence[Claim],
+    canonical: dict[str, str],
+) -> list[FoundContradiction]:
+    """``found`` and the similar statements' contradictions, brought up to the claims of
+    their items written since the stage read (as ``_caught_up``); a pair of claims another
+    rule recorded is recorded once, by that rule."""
+    rewritten = {c.item_id for c in late}
+    out = {f.identity: f for f in found}
+    taken = set(_pairs(found))
+    kept = [
+        f for f in similar if f.first.item_id not in rewritten and f.second.item_id not in rewritten
+    ]
+    fresh = _similar_found(mine, map(draft_of, late), canonical, [*found, *kept]) if late else []
+    for f in [*kept, *fresh]:
+        pair = frozenset({f.first.claim_key, f.second.claim_key})
+        if pair not in taken:
+            taken.add(pair)
+            out.setdefault(f.identity, f)
     return sorted(out.values(), key=lambda f: -f.confidence)

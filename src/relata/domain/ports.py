@@ -8,7 +8,7 @@ reported exactly like a missing one (``NotFound``).
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
@@ -218,9 +218,10 @@ class ItemRepository(Protocol):
         created_to: datetime | None = None,
         status: str | None = None,
         contains: str | None = None,
+        item_ids: Sequence[str] | None = None,
     ) -> list[Item]:
         """``contains``: the title or the original file name holds this text, letters in
-        any case, ``%`` and ``_`` literal."""
+        any case, ``%`` and ``_`` literal; ``item_ids``: only among these items."""
         ...
 
     def count(self, workspace_id: str) -> int: ...
@@ -373,6 +374,13 @@ class StageTransaction(Protocol):
         repeat ``keys`` (``ClaimRepository.repeats``)."""
         ...
 
+    def items_claims_written_after(
+        self, after: int, item_ids: Sequence[str], *, exclude_item: str, limit: int
+    ) -> list[Claim]:
+        """As ``claims_written_after``, for the claims of the live items ``item_ids``
+        (``ClaimRepository.of_items``)."""
+        ...
+
     def record_contradictions(self, found: Sequence[FoundContradiction]) -> int:
         """Upsert contradictions on their identity: new ones open, decided ones kept, changed
         ones reopened with their history. How many are new or reopened."""
@@ -392,6 +400,21 @@ class StageTransaction(Protocol):
         new values (its ``decision`` kept). The contribution index (shared entity keys) is
         replaced for each. ``drop`` are dedupe keys of pairs no longer storable: deleted if
         unreviewed, else left alone. How many were inserted or reopened."""
+        ...
+
+    def create_items(self, items: Sequence[Item]) -> None:
+        """New items with their version 1 (a message's new attachments, written with the
+        message's new version); ``DuplicateItem`` when some content is live already."""
+        ...
+
+    def mark_deleted(self, item_ids: Sequence[str]) -> None:
+        """The first step of deleting these items (gone from every read, their content free
+        again); the caller removes the rest after the commit, as ``ItemCatalog.delete`` does.
+        Items gone already are skipped."""
+        ...
+
+    def replace_attachments(self, message_id: str, attachments: Sequence[Attachment]) -> None:
+        """The message's attachment rows become exactly ``attachments`` (docs/decisions/0048)."""
         ...
 
     def switch_version(self, version: ItemVersion) -> None:
@@ -434,6 +457,11 @@ class AttachmentRepository(Protocol):
 
     def message_of(self, workspace_id: str, item_id: str) -> str | None:
         """The message the item is an attachment of, if any."""
+        ...
+
+    def messages_of(self, workspace_id: str, item_ids: Sequence[str]) -> dict[str, str]:
+        """For those of ``item_ids`` that are attachments of a live message: that message's
+        id (at most 1000 ids are looked up)."""
         ...
 
 
@@ -572,6 +600,22 @@ class ClaimRepository(Protocol):
     ) -> tuple[int, builtins.list[Claim]]:
         """As ``candidates``, for the claims of other live items whose sentences have one
         of the repeat ``keys`` (the ``(workspace, repeat_key)`` index; docs/decisions/0039)."""
+        ...
+
+    def of_items(
+        self,
+        workspace_id: str,
+        item_ids: Sequence[str],
+        *,
+        exclude_item: str,
+        limit: int,
+        held: Container[str] = ...,
+    ) -> tuple[int, builtins.list[str], builtins.list[Claim]]:
+        """As ``candidates``, for the claims of the live items ``item_ids`` other than
+        ``exclude_item`` (the ``(workspace, item_id)`` index): those of the items whose
+        wording is most like an item's (docs/decisions/0052). Returns the mark, the ids of
+        all of them (the most confident first), and the claims whose ids are not in
+        ``held`` (the caller holds those already: a stored claim never changes)."""
         ...
 
 

@@ -141,10 +141,12 @@ class ItemCatalog:
         created_to: datetime | None = None,
         status: ItemStatus | None = None,
         contains: str | None = None,
+        item_ids: Sequence[str] | None = None,
     ) -> list[Item]:
         """A page of live items, newest first, optionally of one type or status, or whose
-        title or file name contains ``contains`` (any case); dates bound ``created_at``
-        (else the ingestion time): ``created_from <= date < created_to``."""
+        title or file name contains ``contains`` (any case), or among ``item_ids`` (at most
+        ``MAX_PAGE``); dates bound ``created_at`` (else the ingestion time):
+        ``created_from <= date < created_to``."""
         contains = (contains or "").strip() or None
         if contains is not None and len(contains) > MAX_CONTAINS:
             raise ValidationError(
@@ -165,6 +167,7 @@ class ItemCatalog:
             created_to=created_to,
             status=status.value if status else None,
             contains=contains,
+            item_ids=None if item_ids is None else builtins.list(item_ids)[:MAX_PAGE],
         )
 
     def edit(
@@ -253,11 +256,29 @@ class ItemCatalog:
             return None
         return self._attachments.message_of(workspace_id, item_id)
 
-    def finish_delete(self, item: Item, *, actor: Actor = SYSTEM_ACTOR) -> None:
-        """The rest of a delete interrupted after ``mark_deleted`` (a process killed in
-        between; ``relata.ingest.recovery`` finds them): the derived data, the original and
-        the row go, audited as ``actor``. ``NotFound`` when the row is gone already."""
-        self._remove(item, actor, {"source_type": item.source_type.value, "finished": True})
+    def messages_of(self, workspace_id: str, item_ids: Sequence[str]) -> dict[str, Item]:
+        """For those of ``item_ids`` that are attachments of a live message: that message
+        (without its text), for "attachment of ..." on lists of items."""
+        if self._attachments is None or not item_ids:
+            return {}
+        parents = self._attachments.messages_of(workspace_id, builtins.list(item_ids))
+        found = {m.id: m for m in self.briefs(workspace_id, builtins.list(parents.values()))}
+        return {child: found[m] for child, m in parents.items() if m in found}
+
+    def finish_delete(
+        self,
+        item: Item,
+        *,
+        actor: Actor = SYSTEM_ACTOR,
+        details: dict[str, object] | None = None,
+    ) -> None:
+        """The rest of a delete after ``mark_deleted``: one interrupted (a process killed in
+        between; ``relata.ingest.recovery`` finds them), or an attachment a message's new
+        version no longer has (``details`` say so). The derived data, the original and the
+        row go, audited as ``actor``. ``NotFound`` when the row is gone already."""
+        if details is None:
+            details = {"source_type": item.source_type.value, "finished": True}
+        self._remove(item, actor, details)
 
     def _remove(self, item: Item, actor: Actor, details: dict[str, object]) -> None:
         workspace_id, item_id = item.workspace_id, item.id

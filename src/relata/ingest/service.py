@@ -15,7 +15,8 @@ An e-mail's attachments become items of their own once the message's item is sta
 (``_split``, docs/decisions/0048): each through these same steps and bounds (at most
 ``MAX_ATTACHMENTS``, each within ``RELATA_MAX_UPLOAD_BYTES``, an attached message refused),
 each audited as an upload, and the message's ``item_attachments`` rows say which item each
-became or why it did not.
+became or why it did not. A new version of the message brings them along
+(``relata.ingest.attachment_versions``, which checks the parts with ``accept_attached``).
 
 Bulk imports use ``ingest_many``: the same steps for a batch, with one duplicate query, one
 filesystem sync and one insert transaction for the whole batch instead of one per item. A
@@ -145,6 +146,34 @@ class IngestService:
         is audited (``item.uploaded``) as ``actor``; duplicates and refusals are not."""
         with self.admit() as slot:
             return slot.ingest_many(workspace_id, requests, actor=actor)
+
+    def accept_attached(
+        self, workspace_id: str, requests: Sequence[IngestRequest]
+    ) -> list[tuple[Item, bytes] | RelataError]:
+        """A message's attachments checked as ``_split`` checks them (type, size, an attached
+        message refused, content live already or earlier in ``requests``), nothing written:
+        per request the pending item it would become and its bytes, or the error it met
+        (``relata.ingest.attachment_versions``; called inside the message's admission)."""
+        if len(requests) > MAX_BATCH:
+            raise ValueError(f"at most {MAX_BATCH} requests per batch")
+        now = self._clock.now()
+        results: list[Item | RelataError | None] = [None] * len(requests)
+        accepted: list[_Accepted] = []
+        for i, request in enumerate(requests):
+            try:
+                accepted.append(self._accept(workspace_id, i, request, now, attached=True))
+            except ValidationError as exc:  # includes UnsupportedContent and TooLarge
+                results[i] = exc
+        kept = {a.index: a for a in self._drop_duplicates(workspace_id, accepted, results)}
+        out: list[tuple[Item, bytes] | RelataError] = []
+        for i, r in enumerate(results):
+            if i in kept:
+                out.append((kept[i].item, kept[i].data))
+            elif isinstance(r, RelataError):
+                out.append(r)
+            else:  # pragma: no cover - every request is kept or refused
+                raise RuntimeError("an attachment was left without an outcome")
+        return out
 
     # ------------------------------------------------------------ the steps
     def _run(

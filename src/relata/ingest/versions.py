@@ -14,6 +14,10 @@ decisions are kept where the pass finds their evidence again, exactly as reproce
 them. One item holds one set of claims, so two of its versions never contradict each other;
 search reads the item's chunks, which are the current version's only.
 
+When the item is (or becomes) an e-mail, its attachments follow the new version in the same
+transaction (``relata.ingest.attachment_versions``, docs/decisions/0048): the same ones stay,
+changed ones get new versions, removed ones are deleted, new ones become items.
+
 A version's original is stored under a fresh UUID (``originals/<workspace>/<uuid>.<ext>``),
 never over the previous one, so an upload killed half-way leaves the item as it was and at
 most a stray file the recovery removes. ``RELATA_KEEP_PREVIOUS_ORIGINALS`` previous originals
@@ -29,7 +33,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from relata.domain.errors import DuplicateItem, NotFound, TooLarge, ValidationError
+from relata.domain.errors import (
+    Busy,
+    DuplicateItem,
+    NotFound,
+    RelataError,
+    TooLarge,
+    ValidationError,
+)
 from relata.domain.models import SYSTEM_ACTOR, Actor, Item, ItemVersion, Job
 from relata.domain.ports import (
     AuditRecorder,
@@ -41,11 +52,12 @@ from relata.domain.ports import (
 from relata.domain.vocabulary import AuditAction, AuditTarget
 from relata.ids import content_hash, new_id
 from relata.ingest.admission import Admission
+from relata.ingest.attachment_versions import AttachmentFollower, AttachmentPlan
 from relata.ingest.catalog import ItemCatalog, StoredOriginal, download_name
 from relata.ingest.originals import OriginalStore
 from relata.ingest.validation import MEDIA_TYPES, display_filename
 from relata.parsing import ParseLimits, sniff
-from relata.pipeline import Pipeline
+from relata.pipeline import Pipeline, Reprocessing
 
 log = logging.getLogger("relata.ingest")
 
@@ -78,6 +90,7 @@ class VersionService:
         keep_previous: int,
         vectors: VectorStore | None = None,
         limits: ParseLimits | None = None,
+        follower: AttachmentFollower | None = None,
     ) -> None:
         if keep_previous < 0:
             raise ValueError("keep_previous must not be negative")
@@ -92,6 +105,8 @@ class VersionService:
         self.keep_previous = keep_previous
         self._limits = limits
         self._vectors = vectors
+        self._follower = follower
+        self._catalog = catalog
         # An item's every original goes with it (the current one is the catalog's own).
         catalog.add_delete_hook(self.remove_originals)
 
@@ -179,10 +194,22 @@ class VersionService:
             created_by_kind=actor.kind.value,
             created_by=actor.user_id,
         )
+        plan: AttachmentPlan | None = None
         try:
-            done = self._pipeline.reprocess(workspace_id, item_id, new_version=version)
-        except BaseException:
+            if self._follower is not None:
+                plan = self._follower.plan(item, version, data, actor=actor)
+            done, *followed = self._pipeline.switch_versions(
+                workspace_id,
+                [version, *(v for v, _ in (plan.versions if plan else []))],
+                start=plan.starts if plan else (),
+                write=plan.write if plan else None,
+            )
+        except BaseException as exc:
             self._originals.delete(rel)
+            if plan is not None and self._follower is not None:
+                self._follower.discard(plan)
+            if plan is not None and isinstance(exc, DuplicateItem):
+                raise self._which_duplicate(workspace_id, item_id, digest) from exc
             raise
         self._drop_vectors(workspace_id, item_id)
         self._audit.record(
@@ -203,6 +230,8 @@ class VersionService:
             extra={"fields": {"item_id": item_id, "version": number, "size_bytes": len(data)}},
         )
         self._prune(workspace_id, item_id, [version, *versions])
+        if plan is not None:
+            self._follow(plan, followed, actor)
         return VersionUpload(
             item=done.item,
             version=version,
@@ -210,6 +239,69 @@ class VersionService:
             job=done.job,
             generation=done.generation,
         )
+
+    def _which_duplicate(self, workspace_id: str, item_id: str, digest: str) -> RelataError:
+        """Why a message's new version with its attachments met a unique index: another
+        item took the message's bytes meanwhile (``DuplicateItem`` naming it, as without
+        attachments), or one of the attachments' (``Busy``: nothing was written; trying
+        again lists that attachment as a duplicate)."""
+        other = self._items.find_by_content_hash(workspace_id, digest)
+        if other is not None and other.id != item_id:
+            return DuplicateItem(
+                "another item of this workspace has the same content", existing_id=other.id
+            )
+        return Busy("an attachment of this message was uploaded or changed meanwhile; try again")
+
+    def _follow(
+        self, plan: AttachmentPlan, followed: builtins.list[Reprocessing], actor: Actor
+    ) -> None:
+        """After the commit of a message's new version: its removed attachments deleted (the
+        rest of each delete), the changed ones' old vectors dropped and previous originals
+        pruned, and each audited on its own, marked ``with_message``."""
+        for gone in plan.removed:
+            try:
+                self._catalog.finish_delete(
+                    gone,
+                    actor=actor,
+                    details={"source_type": gone.source_type.value, "with_message": True},
+                )
+            except NotFound:  # removed meanwhile
+                continue
+        if plan.created:
+            self._audit.record_each(
+                plan.created[0].workspace_id,
+                AuditAction.ITEM_UPLOADED,
+                actor,
+                AuditTarget.ITEM,
+                [
+                    (
+                        i.id,
+                        {
+                            "source_type": i.source_type.value,
+                            "size_bytes": i.size_bytes,
+                            "with_message": True,
+                        },
+                    )
+                    for i in plan.created
+                ],
+            )
+        for (version, before), done in zip(plan.versions, followed, strict=True):
+            self._drop_vectors(version.workspace_id, version.item_id)
+            self._audit.record(
+                version.workspace_id,
+                AuditAction.ITEM_VERSION_UPLOADED,
+                actor,
+                target_kind=AuditTarget.ITEM,
+                target_id=version.item_id,
+                details={
+                    "version": version.number,
+                    "source_type": version.source_type.value,
+                    "size_bytes": version.size_bytes,
+                    "job_id": done.job.id,
+                    "with_message": True,
+                },
+            )
+            self._prune(version.workspace_id, version.item_id, [version, *before])
 
     def _drop_vectors(self, workspace_id: str, item_id: str) -> None:
         """The old version's vectors go at once, as its chunks did, so the vector leg cannot

@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
@@ -31,7 +31,13 @@ from typing import Any
 
 from relata.domain.errors import NotFound, ValidationError
 from relata.domain.models import Item, ItemStatus, ItemVersion, Job, ProcessingRun
-from relata.domain.ports import Clock, ItemRepository, ProcessingRunRepository, UnitOfWork
+from relata.domain.ports import (
+    Clock,
+    ItemRepository,
+    ProcessingRunRepository,
+    StageTransaction,
+    UnitOfWork,
+)
 from relata.domain.vocabulary import RunOutcome, StageKind
 from relata.ids import new_id
 from relata.jobs.queue import JobQueue
@@ -180,9 +186,11 @@ class Pipeline:
         With ``new_version`` the item's content becomes that version in the same
         transaction (``StageTransaction.switch_version``) and the pass starts at the first
         stage: what the old content contributed is replaced, as reprocessing replaces it."""
-        chosen = self.parse_stage(from_stage)
         if new_version is not None:
-            chosen = self.kinds[0]
+            if new_version.item_id != item_id:
+                raise ValueError("a version of another item")
+            return self.switch_versions(workspace_id, [new_version])[0]
+        chosen = self.parse_stage(from_stage)
         item = self._items.get(workspace_id, item_id)
         kinds = self.kinds
         if chosen is None:
@@ -195,8 +203,6 @@ class Pipeline:
         payload = StagePayload(workspace_id, item_id, generation)
         job = self.job_for(chosen, payload)
         with self._uow.begin(workspace_id) as tx:
-            if new_version is not None:
-                tx.switch_version(new_version)
             tx.set_item_status(item_id, ItemStatus.PENDING)
             job = tx.enqueue(job)
         self._queue.notify()
@@ -207,6 +213,51 @@ class Pipeline:
             generation=generation,
             from_stage=chosen,
         )
+
+    def switch_versions(
+        self,
+        workspace_id: str,
+        versions: Sequence[ItemVersion],
+        *,
+        start: Sequence[StagePayload] = (),
+        write: Callable[[StageTransaction], None] | None = None,
+    ) -> list[Reprocessing]:
+        """New versions of several items' content in one transaction: ``write`` first (what
+        the caller records with them, new items included), then each version switched
+        (``StageTransaction.switch_version``) with its item pending and a pass from the
+        first stage enqueued, then the first stage's job of each of ``start`` (items
+        ``write`` created). All of it or, when any part raises, none of it."""
+        first = self.kinds[0]
+        planned = []
+        for version in versions:
+            self._items.get(workspace_id, version.item_id)  # NotFound before writing
+            runs = self._runs.list_for_item(workspace_id, version.item_id)
+            generation = 1 + max((_generation(r) for r in runs), default=0)
+            payload = StagePayload(workspace_id, version.item_id, generation)
+            planned.append((version, generation, self.job_for(first, payload)))
+        new_jobs = [self.job_for(first, p) for p in start]
+        enqueued = []
+        with self._uow.begin(workspace_id) as tx:
+            if write is not None:
+                write(tx)
+            for version, _, job in planned:
+                tx.switch_version(version)
+                tx.set_item_status(version.item_id, ItemStatus.PENDING)
+                enqueued.append(tx.enqueue(job))
+            for job in new_jobs:
+                tx.enqueue(job)
+        self._queue.notify()
+        for version, _, _ in planned:
+            log.info("item version switched", extra={"fields": {"item_id": version.item_id}})
+        return [
+            Reprocessing(
+                item=self._items.get(workspace_id, version.item_id),
+                job=job,
+                generation=generation,
+                from_stage=first,
+            )
+            for (version, generation, _), job in zip(planned, enqueued, strict=True)
+        ]
 
     def reprocess_failed(
         self,

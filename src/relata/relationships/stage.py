@@ -45,7 +45,7 @@ from typing import Final
 
 from relata.analysis.service import AnalysisService
 from relata.claims.contradict import agreement
-from relata.claims.stage import draft_of
+from relata.claims.stored import draft_of
 from relata.domain.cancel import Cancel
 from relata.domain.models import (
     Claim,

@@ -32,6 +32,9 @@ class ItemOut(BaseModel):
     created_at: datetime | None
     ingested_at: datetime
     updated_at: datetime | None
+    attachment_of: str | None = Field(
+        None, description="the e-mail item this item is an attachment of, if any"
+    )
 
 
 class RunOut(BaseModel):
@@ -97,7 +100,9 @@ class ReprocessOut(BaseModel):
     from_stage: StageKind = Field(description="the stage the new pass starts at")
 
 
-def item_out(item: Item) -> ItemOut:
+def item_out(item: Item, *, attachment_of: str | None = None) -> ItemOut:
+    """The item's response; ``attachment_of``: the message it is an attachment of (the
+    caller looks it up: ``ItemCatalog.attachment_of`` or ``messages_of``)."""
     return ItemOut(
         id=item.id,
         title=item.title,
@@ -115,6 +120,7 @@ def item_out(item: Item) -> ItemOut:
         created_at=item.created_at,
         ingested_at=item.ingested_at,
         updated_at=item.updated_at,
+        attachment_of=attachment_of,
     )
 
 

@@ -3,7 +3,7 @@ error page, and Relata's own static files."""
 
 from __future__ import annotations
 
-from functools import cached_property
+import functools
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import quote
@@ -54,21 +54,13 @@ class WebUI:
     def __init__(self, container: Container) -> None:
         self.container = container
 
-    @cached_property
+    @property
     def router(self) -> APIRouter:
-        r = APIRouter(include_in_schema=False)
-        r.include_router(pages.router)
-        r.add_api_route("/static/{name}", static_file, methods=["GET"], name="web_static")
-        return r
+        return _router()
 
-    @cached_property
+    @property
     def _body_kinds(self) -> RouteKinds:
-        kinds = {
-            "web_sign_in_post": BodyKind.SIGN_IN,
-            "web_upload": BodyKind.UPLOAD,
-            "web_item_content": BodyKind.UPLOAD,
-        }
-        return RouteKinds(self.router.routes, kinds, default=BodyKind.FORM)
+        return _body_kinds()
 
     def body_rule(self, scope: Scope, limits: BodyLimits) -> BodyRule:
         """Sign-in, the library's upload form (``MAX_FORM_FILES`` files), else a form."""
@@ -103,3 +95,23 @@ def static_file(name: str) -> FileResponse:
     return FileResponse(
         path, media_type=_STATIC_TYPES[path.suffix], headers={"Cache-Control": "no-cache"}
     )
+
+
+# One router and one table of body kinds per process, not per container: they hold nothing of
+# one, and ``relata.api.app.included`` resolves the router's routes once for every app.
+@functools.cache
+def _router() -> APIRouter:
+    r = APIRouter(include_in_schema=False)
+    r.include_router(pages.router)
+    r.add_api_route("/static/{name}", static_file, methods=["GET"], name="web_static")
+    return r
+
+
+@functools.cache
+def _body_kinds() -> RouteKinds:
+    kinds = {
+        "web_sign_in_post": BodyKind.SIGN_IN,
+        "web_upload": BodyKind.UPLOAD,
+        "web_item_content": BodyKind.UPLOAD,
+    }
+    return RouteKinds(_router().routes, kinds, default=BodyKind.FORM)

@@ -128,9 +128,6 @@ class ItemDetailOut(item_responses.ItemDetailOut):
         description=f"up to {DETAIL_RELATED} related items, best first, rejected ones left "
         "out, each with why in one line",
     )
-    attachment_of: str | None = Field(
-        None, description="the e-mail item this item is an attachment of, if any"
-    )
     attachments: list[AttachmentOut] = Field(
         default_factory=list, description="an e-mail item's attachments, in order"
     )

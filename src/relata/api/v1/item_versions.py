@@ -111,7 +111,7 @@ async def put_content(
         response.status_code = 200
     return VersionUploadOut(
         unchanged=done.unchanged,
-        item=item_out(done.item),
+        item=item_out(done.item, attachment_of=c.items.attachment_of(p.workspace_id, item_id)),
         version=version_out(done.version, current=True),
         job_id=done.job.id if done.job else None,
         generation=done.generation,

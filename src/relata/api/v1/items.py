@@ -243,8 +243,11 @@ def list_items(
     )
     more = len(rows) > limit
     page = rows[:limit]
+    parents = c.items.messages_of(p.workspace_id, [i.id for i in page])
     return ItemPage(
-        items=[item_out(i) for i in page],
+        items=[
+            item_out(i, attachment_of=parents[i.id].id if i.id in parents else None) for i in page
+        ],
         limit=limit,
         offset=offset,
         next_offset=offset + limit if more else None,
@@ -261,10 +264,10 @@ def get_item(item_id: str, p: PrincipalDep, c: ContainerDep) -> ItemDetailOut:
     entities = c.entities.for_item(p.workspace_id, item_id)
     related = c.relationships.related(p.workspace_id, item_id, limit=DETAIL_RELATED)
     base = item_detail_out(detail.item, detail.runs, entities)
+    parent = c.items.attachment_of(p.workspace_id, item_id)
     return ItemDetailOut(
-        **dict(base),
+        **(dict(base) | {"attachment_of": parent}),
         related=[related_brief_out(r) for r in related],
-        attachment_of=c.items.attachment_of(p.workspace_id, item_id),
         attachments=[
             AttachmentOut(number=a.number, name=a.name, item_id=a.item_id, reason=a.reason)
             for a in c.items.attachments(p.workspace_id, item_id)
@@ -287,7 +290,7 @@ def edit_item(item_id: str, body: ItemEditIn, p: PrincipalDep, c: ContainerDep) 
     item = c.items.edit(
         p.workspace_id, item_id, title=body.title, metadata=body.metadata, actor=p.actor
     )
-    return item_out(item)
+    return item_out(item, attachment_of=c.items.attachment_of(p.workspace_id, item_id))
 
 
 @router.get(
@@ -429,7 +432,7 @@ def reprocess_item(
         actor=p.actor,
     )
     return ReprocessOut(
-        item=item_out(result.item),
+        item=item_out(result.item, attachment_of=c.items.attachment_of(p.workspace_id, item_id)),
         job_id=result.job.id,
         generation=result.generation,
         from_stage=StageKind(result.from_stage),

@@ -23,6 +23,7 @@ from relata.storage.sql.items import live
 from relata.storage.sql.tables import chunks, items
 
 _ID_BATCH = 500
+_CHUNKS_BY_IDS = sa.select(chunks).where(chunks.c.id.in_(sa.bindparam("ids", expanding=True)))
 
 
 def _chunk(row: Any) -> Chunk:
@@ -59,16 +60,22 @@ class SqlChunkRepository:
         return [_chunk(r) for r in rows]
 
     def get_many(self, workspace_id: str, chunk_ids: Sequence[str]) -> list[Chunk]:
+        """The workspace's chunks among ``chunk_ids``, in the order given (others left out).
+
+        Read by primary key and the workspace compared here, not in the statement: given
+        ``workspace_id = ?`` and a list of ids, SQLite's planner (no statistics) reads every
+        chunk of the workspace through its (workspace, model) index instead of the few by
+        primary key (ADR 49 found the same for the text legs' marks): 30 excerpts of a
+        search page cost ~40 ms of CPU at 100,000 chunks that way."""
+        ws = require_workspace(chunks, workspace_id)
         if not chunk_ids:
-            ws_filter(chunks, workspace_id)
             return []
+        ids = list(dict.fromkeys(chunk_ids))
+        rows: list[Any] = []
         with self._db.read() as conn:
-            rows = conn.execute(
-                sa.select(chunks).where(
-                    ws_filter(chunks, workspace_id), chunks.c.id.in_(list(chunk_ids))
-                )
-            ).all()
-        by_id = {r.id: _chunk(r) for r in rows}
+            for i in range(0, len(ids), _ID_BATCH):
+                rows += conn.execute(_CHUNKS_BY_IDS, {"ids": ids[i : i + _ID_BATCH]}).all()
+        by_id = {r.id: _chunk(r) for r in rows if r.workspace_id == ws}
         return [by_id[i] for i in chunk_ids if i in by_id]
 
     def count(self, workspace_id: str) -> int:

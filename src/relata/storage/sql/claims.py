@@ -14,8 +14,9 @@ disputes); the disagreements of the pairs recorded are rebuilt in the same write
 
 Every claims write first takes the next number of its workspace's ``claim_writes`` row and
 stamps the claims it writes with it. A claims stage reads the last number with its candidates
-(``candidates``); in its own write, ``claims_written_after`` gives the claims other items
-wrote after it, which it compares too, so two items whose stages ran at once still meet (on
+(``candidates``, ``repeats``, ``of_items``); in its own write, ``claims_written_after`` (and
+``repeats_written_after``, ``of_items`` with ``after``) gives the claims other items wrote
+after it, which it compares too, so two items whose stages ran at once still meet (on
 PostgreSQL the row stays locked until the write commits, which orders the claims writes of a
 workspace).
 """
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 import builtins
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -177,6 +178,38 @@ _BY_REPEATS = (
     .limit(sa.bindparam("limit"))
 )
 _BY_REPEATS_AFTER = _BY_REPEATS.where(claims.c.write_seq > sa.bindparam("after"))
+# The claims of some other live items (the ``(workspace, item_id)`` index): those of the items
+# whose wording is most like an item's (docs/decisions/0052), the most confident first.
+_OF_ITEMS = (
+    sa.select(claims)
+    .join(items, items.c.id == claims.c.item_id)
+    .where(
+        claims.c.workspace_id == sa.bindparam("ws"),
+        claims.c.item_id.in_(sa.bindparam("item_ids", expanding=True)),
+        items.c.deleted_at.is_(None),
+        claims.c.item_id != sa.bindparam("exclude"),
+    )
+    .order_by(claims.c.confidence.desc(), claims.c.id)
+    .limit(sa.bindparam("limit"))
+)
+_OF_ITEMS_AFTER = _OF_ITEMS.where(claims.c.write_seq > sa.bindparam("after"))
+# Their ids only (no JSON decoded), then the rows of those the caller does not hold already.
+_IDS_OF_ITEMS = (
+    sa.select(claims.c.id)
+    .join(items, items.c.id == claims.c.item_id)
+    .where(
+        claims.c.workspace_id == sa.bindparam("ws"),
+        claims.c.item_id.in_(sa.bindparam("item_ids", expanding=True)),
+        items.c.deleted_at.is_(None),
+        claims.c.item_id != sa.bindparam("exclude"),
+    )
+    .order_by(claims.c.confidence.desc(), claims.c.id)
+    .limit(sa.bindparam("limit"))
+)
+_BY_IDS = sa.select(claims).where(
+    claims.c.workspace_id == sa.bindparam("ws"),
+    claims.c.id.in_(sa.bindparam("ids", expanding=True)),
+)
 
 
 # ---------------------------------------------------------------- statements on a connection
@@ -286,6 +319,30 @@ def by_repeats(
     if after is None:
         return [_claim(r) for r in conn.execute(_BY_REPEATS, params)]
     return [_claim(r) for r in conn.execute(_BY_REPEATS_AFTER, {**params, "after": after})]
+
+
+def of_items(
+    conn: Connection,
+    workspace_id: str,
+    item_ids: Sequence[str],
+    limit: int,
+    *,
+    exclude_item: str,
+    after: int | None = None,
+) -> list[Claim]:
+    """Claims of the live items ``item_ids`` (at most ``_ID_BATCH`` of them) other than
+    ``exclude_item``, the most confident first; written after ``after`` only."""
+    if not item_ids:
+        return []
+    params = {
+        "ws": require_workspace(claims, workspace_id),
+        "item_ids": sorted(set(item_ids))[:_ID_BATCH],
+        "exclude": exclude_item,
+        "limit": max(1, limit),
+    }
+    if after is None:
+        return [_claim(r) for r in conn.execute(_OF_ITEMS, params)]
+    return [_claim(r) for r in conn.execute(_OF_ITEMS_AFTER, {**params, "after": after})]
 
 
 def repeats_written_after(
@@ -427,6 +484,34 @@ class SqlClaimRepository:
         with self._db.read() as conn:
             mark = last_write(conn, workspace_id)
             return mark, by_repeats(conn, workspace_id, keys, limit, exclude_item=exclude_item)
+
+    def of_items(
+        self,
+        workspace_id: str,
+        item_ids: Sequence[str],
+        *,
+        exclude_item: str,
+        limit: int,
+        held: Container[str] = frozenset(),
+    ) -> tuple[int, builtins.list[str], builtins.list[Claim]]:
+        ws = require_workspace(claims, workspace_id)
+        with self._db.read() as conn:
+            mark = last_write(conn, workspace_id)
+            if not item_ids:
+                return mark, [], []
+            params = {
+                "ws": ws,
+                "item_ids": sorted(set(item_ids))[:_ID_BATCH],
+                "exclude": exclude_item,
+                "limit": max(1, limit),
+            }
+            ids = [str(r.id) for r in conn.execute(_IDS_OF_ITEMS, params)]
+            wanted = [i for i in ids if i not in held]
+            rows: builtins.list[Claim] = []
+            for start in range(0, len(wanted), _ID_BATCH):
+                batch = {"ws": ws, "ids": wanted[start : start + _ID_BATCH]}
+                rows += [_claim(r) for r in conn.execute(_BY_IDS, batch)]
+            return mark, ids, rows
 
     def list_for_item(self, workspace_id: str, item_id: str) -> builtins.list[Claim]:
         ws = require_workspace(claims, workspace_id)

@@ -160,12 +160,8 @@ class SqlItemRepository:
             ws_filter(items, item.workspace_id)
         if not new:
             return
-        try:
-            with self._db.write() as conn:
-                conn.execute(items.insert(), [_item_row(item) for item in new])
-                conn.execute(item_versions.insert(), [_first_version_row(item) for item in new])
-        except sa.exc.IntegrityError as exc:
-            raise translate(exc, "an item with the same content already exists") from exc
+        with self._db.write() as conn:
+            insert_items(conn, new)
 
     def get(self, workspace_id: str, item_id: str) -> Item:
         with self._db.read() as conn:
@@ -262,11 +258,14 @@ class SqlItemRepository:
         created_to: datetime | None = None,
         status: str | None = None,
         contains: str | None = None,
+        item_ids: Sequence[str] | None = None,
     ) -> list[Item]:
         q = sa.select(items).where(live(workspace_id))
         q = q.where(*item_filters(source_type, created_from, created_to, status=status))
         if contains:
             q = q.where(_contains(contains))
+        if item_ids is not None:
+            q = q.where(items.c.id.in_(builtins.list(item_ids)[:_ID_BATCH]))
         q = q.order_by(items.c.ingested_at.desc(), items.c.id)
         q = q.limit(max(1, min(limit, _MAX_PAGE))).offset(max(0, offset))
         with self._db.read() as conn:
@@ -553,4 +552,33 @@ def insert_run(conn: Connection, run: ProcessingRun) -> None:
             "started_at": run.started_at,
             "finished_at": run.finished_at,
         },
+    )
+
+
+def insert_items(conn: Connection, new: Sequence[Item]) -> None:
+    """New items with their version 1 (``create_many``, and a message's new attachments in
+    the unit of work of its new version); ``DuplicateItem`` (existing id unknown) when some
+    content is live already."""
+    if not new:
+        return
+    for item in new:
+        require_workspace(items, item.workspace_id)
+    try:
+        conn.execute(items.insert(), [_item_row(item) for item in new])
+        conn.execute(item_versions.insert(), [_first_version_row(item) for item in new])
+    except sa.exc.IntegrityError as exc:
+        raise translate(exc, "an item with the same content already exists") from exc
+
+
+def mark_items_deleted(
+    conn: Connection, workspace_id: str, item_ids: Sequence[str], now: datetime
+) -> None:
+    """The first step of deleting these live items (``SqlItemRepository.mark_deleted``): gone
+    from every read, their content hashes free; the rest of the delete follows the commit."""
+    if not item_ids:
+        return
+    conn.execute(
+        items.update()
+        .where(live(workspace_id), items.c.id.in_(builtins.list(item_ids)))
+        .values(deleted_at=now, updated_at=now)
     )

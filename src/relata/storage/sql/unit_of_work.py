@@ -20,9 +20,11 @@ from sqlalchemy.engine import Connection
 
 from relata.domain.errors import DuplicateKey, LeaseLost, MissingWorkspace
 from relata.domain.models import (
+    Attachment,
     Chunk,
     Claim,
     FoundContradiction,
+    Item,
     ItemStatus,
     ItemVersion,
     Job,
@@ -33,9 +35,11 @@ from relata.domain.models import (
     ProposedRelationship,
 )
 from relata.domain.ports import Clock
+from relata.storage.sql.attachments import replace_attachments
 from relata.storage.sql.chunks import replace_chunks, stamp_embedding_model
 from relata.storage.sql.claims import (
     claims_written_after,
+    of_items,
     record_contradictions,
     repeats_written_after,
     replace_item_claims,
@@ -44,7 +48,13 @@ from relata.storage.sql.disagreements import rebuild as rebuild_disagreements
 from relata.storage.sql.engine import Database
 from relata.storage.sql.entities import replace_item_entities
 from relata.storage.sql.item_versions import switch_version
-from relata.storage.sql.items import insert_run, set_item_status, store_parsed
+from relata.storage.sql.items import (
+    insert_items,
+    insert_run,
+    mark_items_deleted,
+    set_item_status,
+    store_parsed,
+)
 from relata.storage.sql.jobs import insert_pending, job_from_row
 from relata.storage.sql.knowledge import replace_relationships
 from relata.storage.sql.tables import jobs
@@ -119,6 +129,13 @@ class SqlStageTransaction:
             self._conn, self._ws, keys, after, exclude_item=exclude_item, limit=limit
         )
 
+    def items_claims_written_after(
+        self, after: int, item_ids: Sequence[str], *, exclude_item: str, limit: int
+    ) -> list[Claim]:
+        return of_items(
+            self._conn, self._ws, item_ids, limit, exclude_item=exclude_item, after=after
+        )
+
     def record_contradictions(self, found: Sequence[FoundContradiction]) -> int:
         stale, self._stale_keys = self._stale_keys, set()
         return record_contradictions(
@@ -140,6 +157,17 @@ class SqlStageTransaction:
         return replace_relationships(
             self._conn, self._dialect, self._ws, item_id, proposed, drop, self._now
         )
+
+    def create_items(self, items: Sequence[Item]) -> None:
+        for item in items:
+            self._own(item.workspace_id)
+        insert_items(self._conn, items)
+
+    def mark_deleted(self, item_ids: Sequence[str]) -> None:
+        mark_items_deleted(self._conn, self._ws, item_ids, self._now)
+
+    def replace_attachments(self, message_id: str, attachments: Sequence[Attachment]) -> None:
+        replace_attachments(self._conn, self._ws, message_id, attachments)
 
     def switch_version(self, version: ItemVersion) -> None:
         self._own(version.workspace_id)

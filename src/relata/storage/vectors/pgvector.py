@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
@@ -99,6 +100,12 @@ class _Sql:
         table = vector_table(dimensions)
         vector = f"vector({dimensions})"
         self.table = table
+        self.index = f"ix_{table}_embedding"
+        self.create_index = (
+            f"CREATE INDEX IF NOT EXISTS {self.index} ON {table} "
+            f"USING hnsw (embedding vector_cosine_ops) "
+            f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION})"
+        )
         self.create = (
             f"CREATE TABLE IF NOT EXISTS {table} (chunk_id uuid PRIMARY KEY, "
             "workspace_id text NOT NULL, item_id text NOT NULL, source_type text NOT NULL, "
@@ -106,9 +113,7 @@ class _Sql:
             f"embedding {vector} NOT NULL)",
             f"CREATE INDEX IF NOT EXISTS ix_{table}_workspace_item "
             f"ON {table} (workspace_id, item_id)",
-            f"CREATE INDEX IF NOT EXISTS ix_{table}_embedding ON {table} "
-            f"USING hnsw (embedding vector_cosine_ops) "
-            f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION})",
+            self.create_index,
         )
         self.upsert = sa.text(
             f"INSERT INTO {table} (chunk_id, workspace_id, item_id, source_type, "  # noqa: S608
@@ -199,6 +204,28 @@ class PgvectorStore:
                 for ddl in self._sql.create:
                     conn.exec_driver_sql(ddl)
             self._ready = True
+
+    @contextmanager
+    def bulk_load(self, *, memory_mb: int = 1024) -> Iterator[None]:
+        """For filling a table in bulk (a benchmark, a first load): the HNSW index is
+        dropped on entry and built once over every row on exit, with ``memory_mb`` of
+        ``maintenance_work_mem`` for the build (the graph should fit, or the build slows
+        down many times). A build is much cheaper than growing the graph row by row.
+        Searches in between are answered without the index (exact, slow)."""
+        self.prepare()
+        with self._db.write() as conn:
+            conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _DDL_LOCK})
+            conn.exec_driver_sql(f"DROP INDEX IF EXISTS {self._sql.index}")
+        try:
+            yield
+        finally:
+            with self._db.write() as conn:
+                conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _DDL_LOCK})
+                conn.execute(
+                    sa.text("SELECT set_config('maintenance_work_mem', :m, true)"),
+                    {"m": f"{int(memory_mb)}MB"},
+                )
+                conn.exec_driver_sql(self._sql.create_index)
 
     # ------------------------------------------------------------------ writes
     def upsert(self, records: Sequence[VectorRecord]) -> None:

@@ -5,9 +5,11 @@ file to the API with progress). Rows of items still being processed carry
 ``data-live-status`` for ``static/status.js`` to follow; a failed item's row says why.
 
 The first page is live (docs/decisions/0048): ``static/library.js`` polls ``GET
-/w/{slug}/library/rows`` (the same filters) and puts in the rows that are new and replaces
-those whose status changed, with the HTML this module renders for the page itself
-(``library_macros.html``); there status.js does not follow the rows. Later pages are not live.
+/w/{slug}/library/rows`` (the same filters, and the ids of the rows it shows) and puts in the
+rows that are new, replaces those whose status changed, and removes those the answer calls
+``gone`` (deleted, or no longer matching the filters), with the HTML this module renders for
+the page itself (``library_macros.html``); there status.js does not follow the rows. Later
+pages are not live. An attachment's row says which message it is an attachment of.
 
 Editors tick rows and reprocess or delete them together (``POST .../library/selected``, one
 form, no script needed): deleting asks once, on a page listing what goes, whose form posts
@@ -39,6 +41,8 @@ PAGE_SIZE = 25
 #: The most items one selection acts on (a page holds ``PAGE_SIZE``; the form's field bound
 #: is ``MAX_FORM_FIELDS``).
 MAX_SELECTED = min(PAGE_SIZE * 2, MAX_FORM_FIELDS - 4)
+#: The most shown rows one poll asks about (``shown``): the live page keeps at most these.
+MAX_SHOWN = PAGE_SIZE * 4
 #: How much of a failed item's reason its row shows (the item's page shows all of it).
 REASON_CHARS = 160
 _DONE = {"reprocess": "selected_reprocessed", "delete": "selected_deleted"}
@@ -67,15 +71,18 @@ def _first_rows(
     from_: str | None,
     to: str | None,
     offset: int = 0,
+    among: list[str] | None = None,
 ) -> list[Any]:
-    """One page of the library (one more row than the page: is there a next page?)."""
+    """One page of the library (one more row than the page: is there a next page?), or
+    those of ``among`` that the filters still show."""
     c = container(request)
     source_type = choice(SourceType, type, "type")
     item_status = choice(ItemStatus, status, "status")
     return c.items.list(
         who.workspace_id,
-        limit=PAGE_SIZE + 1,
+        limit=PAGE_SIZE + 1 if among is None else max(1, len(among)),
         offset=offset,
+        item_ids=among,
         source_type=source_type,
         status=item_status,
         created_from=instant(from_, "from"),
@@ -96,17 +103,24 @@ async def library(
     offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
 ) -> Response:
     c = container(request)
-    rows = await run_in_threadpool(
-        lambda: _first_rows(
+
+    def read() -> tuple[list[Any], dict[str, Any]]:
+        found = _first_rows(
             request, who, q=q, type=type, status=status, from_=from_, to=to, offset=offset
         )
-    )
+        return found, c.items.messages_of(who.workspace_id, [i.id for i in found[:PAGE_SIZE]])
+
+    rows, parents = await run_in_threadpool(read)
     filters = {"q": q, "type": type, "status": status, "from": from_, "to": to}
     return render(
         request,
         "library.html",
         page=who,
-        items=[item_out(i) for i in rows[:PAGE_SIZE]],
+        items=[
+            item_out(i, attachment_of=parents[i.id].id if i.id in parents else None)
+            for i in rows[:PAGE_SIZE]
+        ],
+        parents=parents,
         filters=filters,
         filtered=any(filters.values()),
         offset=offset,
@@ -132,27 +146,60 @@ async def library_rows(
     status: str | None = None,
     from_: Annotated[str | None, Query(alias="from")] = None,
     to: str | None = None,
+    shown: Annotated[list[str] | None, Query(max_length=MAX_SHOWN)] = None,
 ) -> Response:
     """The first page's rows as JSON for ``static/library.js``: newest first, each with its id,
     status and HTML (rendered and escaped as the page renders it), and whether any is still
-    being processed."""
-    found = await run_in_threadpool(
-        lambda: _first_rows(request, who, q=q, type=type, status=status, from_=from_, to=to)
-    )
-    can_select = who.can(Role.EDITOR)
-    rows = []
-    for item in found[:PAGE_SIZE]:
-        html = fragment(
-            request,
-            "library_row.html",
-            item=item_out(item),
-            page=who,
-            can_select=can_select,
-            reason_chars=REASON_CHARS,
+    being processed. ``shown``: the ids of the rows the page shows; those not on the first
+    page are answered as ``others`` (still shown by the filters: their current rows) or
+    ``gone`` (deleted, or no longer matching the filters: to be removed)."""
+    c = container(request)
+    ws = who.workspace_id
+    asked = list(dict.fromkeys(i for i in (shown or []) if 0 < len(i) <= 64))
+
+    def read() -> tuple[list[Any], list[Any], dict[str, Any]]:
+        first = _first_rows(request, who, q=q, type=type, status=status, from_=from_, to=to)
+        first = first[:PAGE_SIZE]
+        on_first = {i.id for i in first}
+        beyond = [i for i in asked if i not in on_first]
+        others = (
+            _first_rows(
+                request, who, q=q, type=type, status=status, from_=from_, to=to, among=beyond
+            )
+            if beyond
+            else []
         )
-        rows.append({"id": item.id, "status": item.status.value, "html": html.strip()})
-    pending = any(i.status not in FINAL for i in found[:PAGE_SIZE])
-    return JSONResponse({"rows": rows, "pending": pending}, headers=NO_STORE)
+        parents = c.items.messages_of(ws, [i.id for i in first + others])
+        return first, others, parents
+
+    first, others, parents = await run_in_threadpool(read)
+    can_select = who.can(Role.EDITOR)
+
+    def rows_of(found: list[Any]) -> list[dict[str, Any]]:
+        out = []
+        for item in found:
+            parent = parents.get(item.id)
+            html = fragment(
+                request,
+                "library_row.html",
+                item=item_out(item, attachment_of=parent.id if parent else None),
+                parent=parent,
+                page=who,
+                can_select=can_select,
+                reason_chars=REASON_CHARS,
+            )
+            out.append({"id": item.id, "status": item.status.value, "html": html.strip()})
+        return out
+
+    kept = {i.id for i in first} | {i.id for i in others}
+    pending = any(i.status not in FINAL for i in first + others)
+    answer = {
+        "rows": rows_of(first),
+        "others": rows_of(others),
+        "gone": [i for i in asked if i not in kept],
+        "pending": pending,
+    }
+    return JSONResponse(answer, headers=NO_STORE)
 
 
 def _selection(data: FormData) -> list[str]:

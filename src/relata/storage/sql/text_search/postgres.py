@@ -7,7 +7,9 @@ Matched terms and highlights come from ``ts_headline`` on the page of hits.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import sqlalchemy as sa
@@ -38,6 +40,28 @@ class PostgresTextSearch(SqlTextSearchBase):
     """``TextSearch`` on PostgreSQL: GIN-indexed ``tsvector`` matching, ``ts_headline``."""
 
     dialect = "postgresql"
+    #: Searches answered by the pruned statement alone (``_ranked``; the tests read it).
+    pruned_searches: int = 0
+
+    @contextmanager
+    def bulk_load(self) -> Iterator[None]:
+        """For filling an empty deployment in bulk (``relata bench scale``): rows inserted
+        inside skip migration 0011's statistics triggers, and the statistics are computed
+        once from every row at the end (``relata_text_stats_rebuild()``, as after a
+        restore that bypassed the triggers). Per batch, the triggers upsert every distinct
+        lexeme of the batch: most of a bulk load's time. Nothing else may write meanwhile
+        (the triggers are off for every session)."""
+        toggled = ("items_text_stats_ai", "items"), ("chunks_text_stats_ai", "chunks")
+        with self._db.write() as conn:
+            for trigger, table in toggled:
+                conn.exec_driver_sql(f"ALTER TABLE {table} DISABLE TRIGGER {trigger}")
+        try:
+            yield
+        finally:
+            with self._db.write() as conn:
+                for trigger, table in toggled:
+                    conn.exec_driver_sql(f"ALTER TABLE {table} ENABLE TRIGGER {trigger}")
+                conn.exec_driver_sql("SELECT relata_text_stats_rebuild()")
 
     def _items(
         self,
@@ -84,22 +108,23 @@ class PostgresTextSearch(SqlTextSearchBase):
     def _pg_items(
         self, workspace_id: str, terms: list[str], where: list[Any], limit: int, marks: bool
     ) -> list[TextHit]:
-        tsq = _pg_tsquery(terms)
-        ranked = _bm25(
-            "items",
-            workspace_id,
-            terms,
-            tsq,
-            fts("items.search_vector"),
-            fts("items.search_length"),
-            [items.c.id],
-            items,
-            where,
-            limit,
-            title_weight=self._title_weight,
-        )
+        def ranked(matching: Sequence[str]) -> Any:
+            return _bm25(
+                "items",
+                workspace_id,
+                terms,
+                _pg_tsquery(matching),
+                fts("items.search_vector"),
+                fts("items.search_length"),
+                [items.c.id],
+                items,
+                where,
+                limit,
+                title_weight=self._title_weight,
+            )
+
         with self._db.read() as conn:
-            rows = conn.execute(ranked).all()
+            rows = self._ranked(conn, "items", workspace_id, terms, ranked, limit, items)
             if not rows:
                 return []
             found = (
@@ -109,6 +134,60 @@ class PostgresTextSearch(SqlTextSearchBase):
             TextHit(id=r.id, score=float(r.score), rank=n, matched_terms=found.get(r.id, ()))
             for n, r in enumerate(rows, start=1)
         ]
+
+    def _ranked(
+        self,
+        conn: sa.Connection,
+        index_name: str,
+        workspace_id: str,
+        terms: list[str],
+        ranked: Callable[[Sequence[str]], Any],
+        limit: int,
+        table: sa.Table,
+    ) -> list[Any]:
+        """The best ``limit`` rows: ``ranked(words)`` is the BM25 statement whose candidates
+        are the rows matching any of ``words``, every query term scored.
+
+        Exact candidate pruning (MaxScore's bound): a row holding only common terms (in 5%
+        of the rows or more, so a low IDF) scores under ``(k1 + 1) * sum(their IDF)``, since a
+        BM25 term's frequency part is under ``k1 + 1``. The rows holding another term are
+        ranked first, with every term scored; when ``limit`` of them come back and the last
+        scores above that bound, no row left out could have entered: the result is the full
+        statement's, ties included. Otherwise the full statement runs. Scoring a common
+        term's many rows costs their vectors read from TOAST (~40 us an item at 100k
+        chunks): the text legs' tail (docs/benchmarks.md, "Scale")."""
+        common, bound = self._floored_terms(conn, index_name, workspace_id, terms)
+        rare = [t for t in terms if t not in common]
+        if common and rare:
+            rows = conn.execute(ranked(rare)).all()
+            if len(rows) == limit and float(rows[-1].score) > bound * (1 + 1e-9) + 1e-12:
+                self.pruned_searches += 1
+                return list(rows)
+        return list(conn.execute(ranked(terms)).all())
+
+    def _floored_terms(
+        self, conn: sa.Connection, index_name: str, workspace_id: str, terms: list[str]
+    ) -> tuple[set[str], float]:
+        """The common query terms (one lexeme each, in ``COMMON_SHARE`` of the rows or more)
+        and the bound on what a row holding only them can score."""
+        if len(terms) < 2:
+            return set(), 0.0
+        found = conn.execute(_FLOORED, {"terms": terms, "w": workspace_id, "i": index_name}).all()
+        lexemes: dict[str, list[tuple[float, float]]] = {}
+        for word, n, df in found:
+            lexemes.setdefault(word, []).append((float(n or 0), float(df or 0)))
+        common: set[str] = set()
+        bound = 0.0
+        for word, held in lexemes.items():
+            if len(held) != 1:
+                continue
+            n, df = held[0]
+            if df <= 0 or n <= 0:
+                continue
+            if df >= COMMON_SHARE * n:
+                common.add(word)
+                bound += (BM25_K1 + 1.0) * max(math.log((n - df + 0.5) / (df + 0.5)), BM25_MIN_IDF)
+        return common, bound
 
     def _item_marks(
         self, conn: sa.Connection, workspace_id: str, terms: list[str], docs: list[Any]
@@ -145,21 +224,22 @@ class PostgresTextSearch(SqlTextSearchBase):
     def _pg_chunks(
         self, workspace_id: str, terms: list[str], where: list[Any], limit: int, marks: bool
     ) -> list[ChunkTextHit]:
-        tsq = _pg_tsquery(terms)
-        ranked = _bm25(
-            "chunks",
-            workspace_id,
-            terms,
-            tsq,
-            fts("chunks.search_vector"),
-            fts("chunks.search_length"),
-            [chunks.c.id, chunks.c.item_id],
-            chunks.join(items, items.c.id == chunks.c.item_id),
-            where,
-            limit,
-        )
+        def ranked(matching: Sequence[str]) -> Any:
+            return _bm25(
+                "chunks",
+                workspace_id,
+                terms,
+                _pg_tsquery(matching),
+                fts("chunks.search_vector"),
+                fts("chunks.search_length"),
+                [chunks.c.id, chunks.c.item_id],
+                chunks.join(items, items.c.id == chunks.c.item_id),
+                where,
+                limit,
+            )
+
         with self._db.read() as conn:
-            rows = conn.execute(ranked).all()
+            rows = self._ranked(conn, "chunks", workspace_id, terms, ranked, limit, chunks)
             if not rows:
                 return []
             found = (
@@ -184,6 +264,19 @@ class PostgresTextSearch(SqlTextSearchBase):
         }
 
 
+#: A query term held by at least this share of the index's rows is "common": the rows holding
+#: only common terms are left out when the others fill the page above their bound (``_ranked``).
+COMMON_SHARE = 0.05
+# Each query word's lexemes with the index's row count and their document frequencies.
+_FLOORED = sa.text(
+    "SELECT t.word, st.doc_count, s.doc_count "
+    "FROM unnest(CAST(:terms AS text[])) AS t(word) "
+    "CROSS JOIN LATERAL unnest(tsvector_to_array(to_tsvector('english'::regconfig, t.word))) "
+    "AS l(lexeme) "
+    "LEFT JOIN text_stats st ON st.workspace_id = :w AND st.index_name = :i "
+    "LEFT JOIN text_term_stats s ON s.workspace_id = :w AND s.index_name = :i "
+    "AND s.term = l.lexeme"
+)
 _STATS = sa.table(
     "text_stats",
     sa.column("workspace_id", sa.String),
